@@ -1,0 +1,59 @@
+#include "st_basic.h"
+
+void st_gemm(void *args) {
+    const st_gemm_args *g = (const st_gemm_args *)args;
+    size_t lo, hi;
+    st_split((size_t)g->m * (size_t)g->n, &lo, &hi);
+    for (size_t idx = lo; idx < hi; idx++) {
+        int i = (int)(idx / (size_t)g->n), j = (int)(idx % (size_t)g->n);
+        float acc = 0.0f;
+        for (int p = 0; p < g->k; p++)
+            acc += g->a[i * g->sam + p * g->sak] * g->b[p * g->sbk + j * g->sbn];
+        float v = g->alpha * acc;
+        if (g->c)
+            v += g->beta * g->c[i * g->scm + j * g->scn];
+        g->y[idx] = v;
+    }
+}
+
+void st_relu(void *args) {
+    const st_relu_args *a = (const st_relu_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->n, &lo, &hi);
+    for (size_t i = lo; i < hi; i++)
+        a->y[i] = a->x[i] > 0.0f ? a->x[i] : 0.0f;
+}
+
+void st_relu_grad(void *args) {
+    const st_relu_grad_args *a = (const st_relu_grad_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->n, &lo, &hi);
+    for (size_t i = lo; i < hi; i++)
+        a->dx[i] = a->x[i] > 0.0f ? a->dy[i] : 0.0f;
+}
+
+void st_reduce(void *args) {
+    const st_reduce_args *r = (const st_reduce_args *)args;
+    size_t n_out = 1, n_red = 1;
+    for (int i = 0; i < r->n_kept; i++) n_out *= (size_t)r->kept_dims[i];
+    for (int i = 0; i < r->n_red; i++) n_red *= (size_t)r->red_dims[i];
+    size_t lo, hi;
+    st_split(n_out, &lo, &hi);
+    for (size_t o = lo; o < hi; o++) {
+        size_t base = 0, rem = o;
+        for (int i = r->n_kept - 1; i >= 0; i--) {
+            base += (rem % (size_t)r->kept_dims[i]) * (size_t)r->kept_strides[i];
+            rem /= (size_t)r->kept_dims[i];
+        }
+        float acc = 0.0f;
+        for (size_t q = 0; q < n_red; q++) {
+            size_t off = base, rq = q;
+            for (int i = r->n_red - 1; i >= 0; i--) {
+                off += (rq % (size_t)r->red_dims[i]) * (size_t)r->red_strides[i];
+                rq /= (size_t)r->red_dims[i];
+            }
+            acc += r->x[off];
+        }
+        r->y[o] = r->mean ? acc / (float)n_red : acc;
+    }
+}

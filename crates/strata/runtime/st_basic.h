@@ -1,0 +1,31 @@
+/* Gemm, Relu, ReluGrad and the generic reduction. */
+#ifndef ST_BASIC_H
+#define ST_BASIC_H
+#include "strata_rt.h"
+
+/* y[i,j] = alpha * sum_p a[i*sam + p*sak] * b[p*sbk + j*sbn] + beta * c[i*scm + j*scn] */
+typedef struct {
+    const float *a, *b, *c;
+    float *y;
+    int m, n, k, sam, sak, sbk, sbn, scm, scn;
+    float alpha, beta;
+} st_gemm_args;
+void st_gemm(void *args);
+
+typedef struct { const float *x; float *y; int n; } st_relu_args;
+void st_relu(void *args);
+
+typedef struct { const float *dy, *x; float *dx; int n; } st_relu_grad_args;
+void st_relu_grad(void *args);
+
+/* y[o] = sum (or mean) over the reduced axes; dims/strides describe the input. */
+typedef struct {
+    const float *x;
+    float *y;
+    int n_kept, kept_dims[8], kept_strides[8];
+    int n_red, red_dims[8], red_strides[8];
+    int mean;
+} st_reduce_args;
+void st_reduce(void *args);
+
+#endif

@@ -1,0 +1,35 @@
+/* Softmax cross-entropy and mean-squared-error losses and gradients. */
+#ifndef ST_LOSS_H
+#define ST_LOSS_H
+#include "strata_rt.h"
+
+/* reduction: 0 none, 1 sum, 2 mean. labels are int64 (or int32 when label_i32). */
+typedef struct {
+    const float *x;
+    const void *labels;
+    int label_i32;
+    const float *weight;
+    float *loss, *logp;
+    int b, c, reduction;
+    long long ignore_index;
+} st_sce_loss_args;
+void st_sce_loss(void *args);
+
+typedef struct {
+    const float *dy, *logp;
+    const void *labels;
+    int label_i32;
+    const float *weight;
+    float *dx;
+    int b, c, reduction;
+    long long ignore_index;
+} st_sce_loss_grad_args;
+void st_sce_loss_grad(void *args);
+
+typedef struct { const float *p, *t; float *loss; int n; } st_mse_loss_args;
+void st_mse_loss(void *args);
+
+typedef struct { const float *p, *t; float *dp; int n; float scale; } st_mse_loss_grad_args;
+void st_mse_loss_grad(void *args);
+
+#endif

@@ -1,0 +1,74 @@
+//! The errors strata reports. Each names what it is about (file, node,
+//! tensor, memory level) and says what was expected and what was found.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The bytes are not a well-formed ONNX model.
+    #[error("{path}: not a valid ONNX model: {msg}")]
+    Decode { path: PathBuf, msg: String },
+    /// A node uses an op strata does not implement.
+    #[error(
+        "node `{node}`: unknown op `{op_type}` in domain `{domain}` (strata implements: {known})"
+    )]
+    UnknownOp {
+        node: String,
+        domain: String,
+        op_type: String,
+        known: String,
+    },
+    /// A node's attributes, inputs or shapes are not what its op accepts.
+    #[error("node `{node}` ({op_type}): {msg}")]
+    Node {
+        node: String,
+        op_type: String,
+        msg: String,
+    },
+    /// The graph's structure is inconsistent (names, inputs, outputs).
+    #[error("graph `{graph}`: {msg}")]
+    Graph { graph: String, msg: String },
+    /// A `.npz` or `.npy` file is malformed or does not match the graph.
+    #[error("{path}: {msg}")]
+    Data { path: PathBuf, msg: String },
+    /// The program does not fit a memory level.
+    #[error("memory level {level}: the program needs {needed} bytes but the level holds {capacity}: {missing} bytes short")]
+    DoesNotFit {
+        level: String,
+        needed: u64,
+        capacity: u64,
+        missing: u64,
+    },
+    /// The memory plan failed its independent check (a strata bug).
+    #[error("memory plan check failed: {0}")]
+    PlanCheck(String),
+    /// Building or running the emitted C failed.
+    #[error("C backend: {0}")]
+    Backend(String),
+    /// Anything else the user asked for that cannot be done.
+    #[error("{0}")]
+    Usage(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    pub fn data(path: impl Into<PathBuf>, msg: impl Into<String>) -> Error {
+        Error::Data {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! Fixtures in the Deeploy / Onnx4Deeploy layout, and running them.
+//!
+//! - a training program: `<m>_train/{network.onnx,inputs.npz,outputs.npz}` with
+//!   its sibling `<m>_optimizer/network.onnx` (the directory given may be the
+//!   model directory holding both, or the `_train` directory);
+//! - a kernel test: `network.onnx`, `inputs.npz` (inputs by position) and
+//!   `outputs.npz` (outputs by name).
+//!
+//! A fixture runs through an engine (the reference interpreter or the
+//! compiled C) and its results are compared with the fixture's reference
+//! (ONNX Runtime's, for the Deeploy fixtures).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::interp::{self, Env};
+use crate::ir::TensorId;
+use crate::ops::Registry;
+use crate::program::{Program, Role, ACC_SUFFIX};
+use crate::tensor::{max_abs_diff, DType, Data, Tensor};
+
+/// How close a result must be: `|x - ref| <= max(abs, rel * |ref|)`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Tolerance {
+    pub abs: f32,
+    pub rel: f32,
+}
+
+impl Tolerance {
+    /// Training fixtures: every loss and weight within 1e-4 of ONNX Runtime's.
+    pub const TRAINING: Tolerance = Tolerance {
+        abs: 1e-4,
+        rel: 0.0,
+    };
+    /// Kernel tests: 1e-4 absolute or 1e-5 relative, whichever is larger.
+    pub const KERNEL: Tolerance = Tolerance {
+        abs: 1e-4,
+        rel: 1e-5,
+    };
+    pub fn ok(&self, x: f32, r: f32) -> bool {
+        (x - r).abs() <= self.abs.max(self.rel * r.abs())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Kind {
+    Training,
+    Kernel,
+}
+
+pub struct Fixture {
+    pub dir: PathBuf,
+    pub kind: Kind,
+    pub program: Program,
+    pub n_batches: usize,
+    pub n_accum: usize,
+    /// Initial values of inputs that persist (weights) and of data fed once (kernel tests).
+    pub initial: BTreeMap<TensorId, Tensor>,
+    /// Per mini-batch, a value for every data input (in `program.data` order).
+    pub batches: Vec<Vec<Tensor>>,
+    pub ref_losses: Option<Vec<f32>>,
+    /// Reference tensors by name, compared after the run.
+    pub ref_tensors: Vec<(String, TensorId, Tensor)>,
+    pub tolerance: Tolerance,
+}
+
+/// What an engine produced: per-step losses and the compared tensors' final values.
+#[derive(Clone, Debug)]
+pub struct Results {
+    pub losses: Vec<f32>,
+    pub tensors: Vec<Tensor>,
+}
+
+fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
+    let arrays = npz::read_npz_file(path).map_err(|e| Error::data(path, e.to_string()))?;
+    let mut out = BTreeMap::new();
+    for (k, a) in arrays {
+        let t = match a {
+            npz::Array::F32 { shape, data } => Tensor {
+                shape,
+                data: Data::F32(data),
+            },
+            npz::Array::F64 { shape, data } => Tensor {
+                shape,
+                data: Data::F32(data.iter().map(|&x| x as f32).collect()),
+            },
+            npz::Array::I64 { shape, data } => Tensor {
+                shape,
+                data: Data::I64(data),
+            },
+            npz::Array::I32 { shape, data } => Tensor {
+                shape,
+                data: Data::I32(data),
+            },
+            npz::Array::Bool { shape, data } => Tensor {
+                shape,
+                data: Data::Bool(data),
+            },
+            npz::Array::U8 { shape, data } => Tensor {
+                shape,
+                data: Data::Bool(data.iter().map(|&x| x != 0).collect()),
+            },
+        };
+        out.insert(k, t);
+    }
+    Ok(out)
+}
+
+/// Convert an array from a `.npz` to the graph tensor's type, or explain the mismatch.
+fn conform(
+    v: &Tensor,
+    want: &crate::tensor::TensorType,
+    path: &Path,
+    key: &str,
+    tensor: &str,
+) -> Result<Tensor> {
+    if v.numel() != want.numel()
+        || (v.shape != want.shape && !(v.shape.is_empty() && want.numel() == 1))
+            && v.shape
+                .iter()
+                .filter(|&&d| d != 1)
+                .ne(want.shape.iter().filter(|&&d| d != 1))
+    {
+        return Err(Error::data(
+            path,
+            format!("`{key}` is {} but graph input `{tensor}` is {want}", v.ty()),
+        ));
+    }
+    let data = match (&v.data, want.dtype) {
+        (Data::F32(x), DType::F32) => Data::F32(x.clone()),
+        (Data::I64(x), DType::I64) => Data::I64(x.clone()),
+        (Data::I32(x), DType::I64) => Data::I64(x.iter().map(|&a| a as i64).collect()),
+        (Data::I32(x), DType::I32) => Data::I32(x.clone()),
+        (Data::Bool(x), DType::Bool) => Data::Bool(x.clone()),
+        _ => {
+            return Err(Error::data(
+                path,
+                format!("`{key}` is {} but graph input `{tensor}` is {want}", v.ty()),
+            ))
+        }
+    };
+    Ok(Tensor {
+        shape: want.shape.clone(),
+        data,
+    })
+}
+
+fn meta(arrays: &BTreeMap<String, Tensor>, key: &str) -> Option<usize> {
+    arrays
+        .get(key)
+        .and_then(|t| t.to_i64().first().copied())
+        .map(|v| v.max(0) as usize)
+}
+
+/// Locate the training and optimizer networks of a Deeploy training fixture.
+fn training_paths(dir: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
+    let sub = |suffix: &str| -> Option<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_dir()
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().ends_with(suffix))
+            })
+            .collect();
+        found.sort();
+        found.into_iter().next()
+    };
+    if let Some(train) = sub("_train") {
+        return Some((train.clone(), sub("_optimizer")));
+    }
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    let stem = name.strip_suffix("_train")?;
+    let opt = dir.parent()?.join(format!("{stem}_optimizer"));
+    Some((dir.to_path_buf(), opt.is_dir().then_some(opt)))
+}
+
+/// Load a fixture directory (training program or kernel test).
+pub fn load(dir: &Path, reg: &Registry) -> Result<Fixture> {
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: not a fixture directory",
+            dir.display()
+        )));
+    }
+    if let Some((train_dir, opt_dir)) = training_paths(dir) {
+        return load_training(&train_dir, opt_dir.as_deref(), reg);
+    }
+    let net = dir.join("network.onnx");
+    if !net.is_file() {
+        return Err(Error::Usage(format!(
+            "{}: neither a `<m>_train` training fixture nor a kernel test (no network.onnx)",
+            dir.display()
+        )));
+    }
+    // A network with accumulators and no optimizer beside it is still a training step.
+    let model = crate::onnx::load(&net)?;
+    let gp = model.proto.graph.as_ref().unwrap();
+    if gp.input.iter().any(|i| i.name.ends_with(ACC_SUFFIX)) {
+        return load_training(dir, None, reg);
+    }
+    load_kernel(dir, reg)
+}
+
+fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Result<Fixture> {
+    let opt_net = opt_dir.map(|d| d.join("network.onnx"));
+    let program = Program::training(&train_dir.join("network.onnx"), opt_net.as_deref(), reg)?;
+    let in_path = train_dir.join("inputs.npz");
+    let inputs = read_npz(&in_path)?;
+    let g = &program.graph;
+    // arr_i: the graph inputs in order, without the accumulators (which start at zero).
+    let fed: Vec<TensorId> = g
+        .inputs
+        .iter()
+        .copied()
+        .filter(|t| program.role(*t) != Role::Accumulator)
+        .collect();
+    let n_arr = inputs.keys().filter(|k| k.starts_with("arr_")).count();
+    if n_arr != fed.len() {
+        let names: Vec<&str> = fed.iter().map(|t| g.name(*t)).collect();
+        return Err(Error::data(&in_path, format!("holds {n_arr} arrays `arr_*`; the training graph has {} inputs besides its accumulators: {}", fed.len(), names.join(", "))));
+    }
+    let n_batches = meta(&inputs, "meta_n_batches").unwrap_or(1).max(1);
+    let n_accum = meta(&inputs, "meta_n_accum").unwrap_or(1).max(1);
+    let mut initial = BTreeMap::new();
+    let mut batch0 = BTreeMap::new();
+    for (i, &t) in fed.iter().enumerate() {
+        let key = format!("arr_{i:04}");
+        let v = inputs.get(&key).ok_or_else(|| {
+            Error::data(
+                &in_path,
+                format!("missing `{key}` for graph input `{}`", g.name(t)),
+            )
+        })?;
+        let v = conform(v, g.ty(t), &in_path, &key, g.name(t))?;
+        match program.role(t) {
+            Role::Data => {
+                batch0.insert(t, (i, v));
+            }
+            Role::Flag => {}
+            _ => {
+                initial.insert(t, v);
+            }
+        }
+    }
+    let mut batches = Vec::with_capacity(n_batches);
+    for b in 0..n_batches {
+        let mut row = Vec::new();
+        for &t in &program.data {
+            let (i, v0) = &batch0[&t];
+            let key = format!("mb{b}_arr_{i:04}");
+            row.push(match inputs.get(&key) {
+                Some(v) if b > 0 => conform(v, g.ty(t), &in_path, &key, g.name(t))?,
+                _ => v0.clone(),
+            });
+        }
+        batches.push(row);
+    }
+    let out_path = train_dir.join("outputs.npz");
+    let outputs = read_npz(&out_path)?;
+    let ref_losses = outputs
+        .get("loss")
+        .map(|l| l.as_f32_checked(&out_path))
+        .transpose()?;
+    if let Some(l) = &ref_losses {
+        if l.len() != n_batches {
+            return Err(Error::data(
+                &out_path,
+                format!(
+                    "`loss` holds {} values for {n_batches} mini-batches",
+                    l.len()
+                ),
+            ));
+        }
+    }
+    let mut ref_tensors = Vec::new();
+    for (k, v) in &outputs {
+        if k == "loss" {
+            continue;
+        }
+        let t = g.find(k).ok_or_else(|| {
+            Error::data(
+                &out_path,
+                format!("reference `{k}` names no tensor of the program"),
+            )
+        })?;
+        let v = conform(v, g.ty(t), &out_path, k, k)?;
+        ref_tensors.push((k.clone(), t, v));
+    }
+    Ok(Fixture {
+        dir: train_dir.to_path_buf(),
+        kind: Kind::Training,
+        program,
+        n_batches,
+        n_accum,
+        initial,
+        batches,
+        ref_losses,
+        ref_tensors,
+        tolerance: Tolerance::TRAINING,
+    })
+}
+
+fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
+    let model = crate::onnx::load(&dir.join("network.onnx"))?;
+    let graph = crate::onnx::import(&model, reg)?;
+    let program = Program::single(graph)?;
+    let g = &program.graph;
+    let in_path = dir.join("inputs.npz");
+    let inputs = read_npz(&in_path)?;
+    let mut keys: Vec<&String> = inputs.keys().collect();
+    keys.sort();
+    if keys.len() != g.inputs.len() {
+        return Err(Error::data(
+            &in_path,
+            format!(
+                "holds {} arrays; the graph has {} inputs",
+                keys.len(),
+                g.inputs.len()
+            ),
+        ));
+    }
+    let mut row = Vec::new();
+    for (k, &t) in keys.iter().zip(&g.inputs) {
+        row.push(conform(&inputs[*k], g.ty(t), &in_path, k, g.name(t))?);
+    }
+    let out_path = dir.join("outputs.npz");
+    let outputs = read_npz(&out_path)?;
+    let mut ref_tensors = Vec::new();
+    for (k, v) in &outputs {
+        let t = g.find(k).ok_or_else(|| {
+            Error::data(
+                &out_path,
+                format!("reference `{k}` names no tensor of the graph"),
+            )
+        })?;
+        ref_tensors.push((k.clone(), t, conform(v, g.ty(t), &out_path, k, k)?));
+    }
+    Ok(Fixture {
+        dir: dir.to_path_buf(),
+        kind: Kind::Kernel,
+        program,
+        n_batches: 1,
+        n_accum: 1,
+        initial: BTreeMap::new(),
+        batches: vec![row],
+        ref_losses: None,
+        ref_tensors,
+        tolerance: Tolerance::KERNEL,
+    })
+}
+
+impl Tensor {
+    fn as_f32_checked(&self, path: &Path) -> Result<Vec<f32>> {
+        match &self.data {
+            Data::F32(v) => Ok(v.clone()),
+            _ => Err(Error::data(
+                path,
+                format!("`loss` is {}, expected float32", self.ty()),
+            )),
+        }
+    }
+}
+
+/// Run the fixture through the reference interpreter.
+pub fn run_interp(f: &Fixture) -> Result<Results> {
+    let p = &f.program;
+    let mut env: Env = f.initial.clone();
+    for t in &p.accumulators {
+        env.insert(*t, Tensor::zeros(p.graph.ty(*t)));
+    }
+    for (t, v) in &p.state_init {
+        env.insert(*t, v.clone());
+    }
+    let mut losses = Vec::new();
+    for (b, batch) in f.batches.iter().enumerate() {
+        for (t, v) in p.data.iter().zip(batch) {
+            env.insert(*t, v.clone());
+        }
+        if let Some(flag) = p.flag {
+            env.insert(
+                flag,
+                Tensor::bool(
+                    p.graph.ty(flag).shape.clone(),
+                    vec![b % f.n_accum == 0; p.graph.ty(flag).numel()],
+                ),
+            );
+        }
+        interp::train_step(p, &mut env)?;
+        if let Some(l) = p.loss {
+            losses.push(env[&l].as_f32()[0]);
+        }
+        if p.has_optimizer() && (b + 1) % f.n_accum == 0 {
+            interp::optimizer_step(p, &mut env)?;
+        }
+    }
+    let tensors = f
+        .ref_tensors
+        .iter()
+        .map(|(_, t, _)| {
+            env.get(t)
+                .or_else(|| p.graph.constants.get(t))
+                .cloned()
+                .unwrap_or_else(Tensor::absent)
+        })
+        .collect();
+    Ok(Results { losses, tensors })
+}
+
+/// How a run compares with the reference.
+#[derive(Debug, serde::Serialize)]
+pub struct Comparison {
+    pub ok: bool,
+    pub max_abs_loss_error: Option<f32>,
+    pub max_abs_weight_error: Option<f32>,
+    /// Names of compared tensors outside the tolerance, with their largest error.
+    pub failures: Vec<(String, f32)>,
+}
+
+fn tensor_error(a: &Tensor, r: &Tensor, tol: &Tolerance) -> (f32, bool) {
+    match (&a.data, &r.data) {
+        (Data::F32(x), Data::F32(y)) if x.len() == y.len() => (
+            max_abs_diff(x, y),
+            x.iter().zip(y).all(|(a, b)| tol.ok(*a, *b)),
+        ),
+        _ => {
+            let same = a.to_i64() == r.to_i64() && a.numel() == r.numel();
+            (if same { 0.0 } else { f32::INFINITY }, same)
+        }
+    }
+}
+
+pub fn compare(f: &Fixture, r: &Results) -> Comparison {
+    let tol = &f.tolerance;
+    let mut failures = Vec::new();
+    let mut ok = true;
+    let max_abs_loss_error = f.ref_losses.as_ref().map(|refl| {
+        if refl.len() != r.losses.len() || !r.losses.iter().zip(refl).all(|(a, b)| tol.ok(*a, *b)) {
+            ok = false;
+            failures.push((
+                "loss".to_string(),
+                if refl.len() == r.losses.len() {
+                    max_abs_diff(&r.losses, refl)
+                } else {
+                    f32::INFINITY
+                },
+            ));
+        }
+        if refl.len() == r.losses.len() {
+            max_abs_diff(&r.losses, refl)
+        } else {
+            f32::INFINITY
+        }
+    });
+    let mut worst: Option<f32> = None;
+    for ((name, _, reference), got) in f.ref_tensors.iter().zip(&r.tensors) {
+        let (err, good) = tensor_error(got, reference, tol);
+        worst = Some(worst.map_or(err, |w: f32| w.max(err)));
+        if !good {
+            ok = false;
+            failures.push((name.clone(), err));
+        }
+    }
+    Comparison {
+        ok,
+        max_abs_loss_error,
+        max_abs_weight_error: worst,
+        failures,
+    }
+}

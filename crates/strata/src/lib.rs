@@ -1,0 +1,24 @@
+//! strata: a compiler for on-device training on microcontrollers with a
+//! tiered memory. It reads ONNX training and optimizer graphs, plans the whole
+//! training program as one static memory plan, and emits C.
+//!
+//! The pipeline, one visible step after another (see [`driver`]):
+//! `import → verify → program (train + optimizer) → plan → check → emit`.
+//! This crate owns the IR, the op set (shape rules, reference kernels, C
+//! kernels), the reference interpreter, the plan and its checker, and the C
+//! emitter. Placement itself is the `memplan` crate's job.
+
+pub mod codegen;
+pub mod driver;
+pub mod error;
+pub mod fixture;
+pub mod interp;
+pub mod ir;
+pub mod onnx;
+pub mod ops;
+pub mod plan;
+pub mod program;
+pub mod tensor;
+pub mod verify;
+
+pub use error::{Error, Result};

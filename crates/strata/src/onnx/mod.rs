@@ -1,0 +1,353 @@
+//! ONNX import: protobuf decoding (prost, generated code checked in) and
+//! translation into the Graph IR through the op registry, with every node's
+//! output types inferred and checked on the way.
+
+#[allow(clippy::all, missing_docs)]
+pub mod proto;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
+use crate::ops::{Attrs, OpInput, Registry};
+use crate::tensor::{DType, Data, Tensor, TensorType};
+
+/// A decoded model: its graph proto and opset versions by domain.
+pub struct Model {
+    pub proto: proto::ModelProto,
+    pub opsets: BTreeMap<String, i64>,
+}
+
+/// Read and decode an ONNX file.
+pub fn load(path: &Path) -> Result<Model> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    decode(&bytes, path)
+}
+
+pub fn decode(bytes: &[u8], path: &Path) -> Result<Model> {
+    let bad = |msg: String| Error::Decode {
+        path: path.to_path_buf(),
+        msg,
+    };
+    let proto = proto::ModelProto::decode(bytes)
+        .map_err(|e| bad(format!("protobuf decoding failed: {e}")))?;
+    if proto.ir_version <= 0 {
+        return Err(bad(
+            "no ir_version: the file is not an ONNX ModelProto".into()
+        ));
+    }
+    if proto.graph.is_none() {
+        return Err(bad("the model has no graph".into()));
+    }
+    let mut opsets = BTreeMap::new();
+    for o in &proto.opset_import {
+        let d = crate::ops::canonical_domain(&o.domain).to_string();
+        // Some exporters repeat a domain; the highest version wins.
+        let v = opsets.entry(d).or_insert(o.version);
+        *v = (*v).max(o.version);
+    }
+    Ok(Model { proto, opsets })
+}
+
+/// Decode a TensorProto (initializer or attribute value).
+pub fn tensor_from_proto(t: &proto::TensorProto) -> Result<Tensor, String> {
+    let dtype = DType::from_onnx(t.data_type)
+        .ok_or_else(|| format!("tensor `{}`: unsupported data type {}", t.name, t.data_type))?;
+    if t.data_location == proto::tensor_proto::DataLocation::External as i32
+        || !t.external_data.is_empty()
+    {
+        return Err(format!(
+            "tensor `{}`: external data is not supported; save the model with its data inline",
+            t.name
+        ));
+    }
+    let shape: Vec<usize> = t
+        .dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| format!("tensor `{}`: negative dimension {d}", t.name))
+        })
+        .collect::<Result<_, _>>()?;
+    let n: usize = shape.iter().product();
+    let ty = TensorType::new(dtype, shape.clone());
+    if !t.raw_data.is_empty() {
+        return Tensor::from_le_bytes(&ty, &t.raw_data).ok_or_else(|| {
+            format!(
+                "tensor `{}`: raw_data has {} bytes, {ty} needs {}",
+                t.name,
+                t.raw_data.len(),
+                ty.bytes()
+            )
+        });
+    }
+    let data = match dtype {
+        DType::F32 => Data::F32(t.float_data.clone()),
+        DType::I64 => Data::I64(t.int64_data.clone()),
+        DType::I32 => Data::I32(t.int32_data.clone()),
+        DType::Bool => Data::Bool(t.int32_data.iter().map(|&x| x != 0).collect()),
+    };
+    let tensor = Tensor { shape, data };
+    let got = match &tensor.data {
+        Data::F32(v) => v.len(),
+        Data::I64(v) => v.len(),
+        Data::I32(v) => v.len(),
+        Data::Bool(v) => v.len(),
+    };
+    if got != n {
+        return Err(format!(
+            "tensor `{}`: holds {got} values, {ty} needs {n}",
+            t.name
+        ));
+    }
+    Ok(tensor)
+}
+
+/// The static type of a graph input or output.
+fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String> {
+    use proto::tensor_shape_proto::dimension::Value;
+    use proto::type_proto::Value as TV;
+    let tt = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(TV::TensorType(t)) => t,
+        Some(TV::SequenceType(_)) => return Err(format!(
+            "`{}` is a sequence; strata needs tensors (lower sequence optimizers per parameter)",
+            v.name
+        )),
+        None => return Err(format!("`{}` has no tensor type", v.name)),
+    };
+    let dtype = DType::from_onnx(tt.elem_type)
+        .ok_or_else(|| format!("`{}`: unsupported element type {}", v.name, tt.elem_type))?;
+    let dims = tt.shape.as_ref().map(|s| s.dim.as_slice()).unwrap_or(&[]);
+    let mut shape = Vec::new();
+    for d in dims {
+        match &d.value {
+            Some(Value::DimValue(x)) if *x >= 0 => shape.push(*x as usize),
+            Some(Value::DimParam(p)) => {
+                return Err(format!(
+                    "`{}` has the symbolic dimension `{p}`; strata needs static shapes",
+                    v.name
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` has an unknown dimension; strata needs static shapes",
+                    v.name
+                ))
+            }
+        }
+    }
+    Ok(TensorType::new(dtype, shape))
+}
+
+/// Fold a `Constant` node into a tensor.
+fn constant_value(node: &proto::NodeProto) -> Result<Tensor, String> {
+    let a = Attrs {
+        list: &node.attribute,
+    };
+    if let Some(t) = a.tensor("value").map_err(|e| e.0)? {
+        return Ok(t);
+    }
+    if a.has("value_float") {
+        return Ok(Tensor::f32(vec![], vec![a.float_or("value_float", 0.0)]));
+    }
+    if let Some(v) = a.floats("value_floats") {
+        return Ok(Tensor::f32(vec![v.len()], v));
+    }
+    if let Some(v) = a.int("value_int") {
+        return Ok(Tensor::i64(vec![], vec![v]));
+    }
+    if let Some(v) = a.ints("value_ints") {
+        return Ok(Tensor::i64(vec![v.len()], v));
+    }
+    Err("Constant without a supported value attribute (value, value_float(s), value_int(s))".into())
+}
+
+/// How graph inputs are treated when importing into a graph.
+pub enum Inputs {
+    /// Create a new tensor per graph input.
+    Create,
+    /// Bind each graph input to the existing tensor of the same name (the optimizer
+    /// graph of a training program reads the training graph's weights and accumulators).
+    BindByName,
+}
+
+/// Import a model's graph into `g`, appending nodes. Returns the graph's outputs.
+pub fn import_into(
+    g: &mut Graph,
+    model: &Model,
+    reg: &Registry,
+    inputs: Inputs,
+) -> Result<Vec<TensorId>> {
+    let gp = model.proto.graph.as_ref().expect("checked in decode");
+    let gname = if gp.name.is_empty() {
+        "main".to_string()
+    } else {
+        gp.name.clone()
+    };
+    let gerr = |msg: String| Error::Graph {
+        graph: gname.clone(),
+        msg,
+    };
+
+    let init_names: std::collections::BTreeSet<&str> =
+        gp.initializer.iter().map(|t| t.name.as_str()).collect();
+    for t in &gp.initializer {
+        let v = tensor_from_proto(t).map_err(gerr)?;
+        if g.find(&t.name).is_some() {
+            return Err(gerr(format!("initializer `{}` is defined twice", t.name)));
+        }
+        let id = g.add_tensor(t.name.clone(), v.ty(), TensorKind::Constant);
+        g.constants.insert(id, v);
+    }
+    for vi in &gp.input {
+        if init_names.contains(vi.name.as_str()) {
+            continue; // an input with a default value: strata treats it as the constant
+        }
+        let ty = value_type(vi).map_err(gerr)?;
+        match inputs {
+            Inputs::Create => {
+                if g.find(&vi.name).is_some() {
+                    return Err(gerr(format!("input `{}` is declared twice", vi.name)));
+                }
+                let id = g.add_tensor(vi.name.clone(), ty, TensorKind::Input);
+                g.inputs.push(id);
+            }
+            Inputs::BindByName => {
+                let id = g.find(&vi.name).ok_or_else(|| {
+                    gerr(format!(
+                        "input `{}` is not a tensor of the training graph",
+                        vi.name
+                    ))
+                })?;
+                if g.ty(id) != &ty {
+                    return Err(gerr(format!(
+                        "input `{}`: declared {ty}, the training graph has {}",
+                        vi.name,
+                        g.ty(id)
+                    )));
+                }
+            }
+        }
+    }
+
+    for (index, np) in gp.node.iter().enumerate() {
+        let name = if np.name.is_empty() {
+            format!("{}_{index}", np.op_type)
+        } else {
+            np.name.clone()
+        };
+        let nerr = |msg: String| Error::Node {
+            node: name.clone(),
+            op_type: np.op_type.clone(),
+            msg,
+        };
+        if np.op_type == "Constant" && crate::ops::canonical_domain(&np.domain).is_empty() {
+            let v = constant_value(np).map_err(nerr)?;
+            let out = np
+                .output
+                .first()
+                .ok_or_else(|| nerr("Constant without an output".into()))?;
+            if g.find(out).is_some() {
+                return Err(nerr(format!("output `{out}` is already defined")));
+            }
+            let id = g.add_tensor(out.clone(), v.ty(), TensorKind::Constant);
+            g.constants.insert(id, v);
+            continue;
+        }
+        let parse = reg
+            .get(&np.domain, &np.op_type)
+            .ok_or_else(|| Error::UnknownOp {
+                node: name.clone(),
+                domain: if np.domain.is_empty() {
+                    "ai.onnx".into()
+                } else {
+                    np.domain.clone()
+                },
+                op_type: np.op_type.clone(),
+                known: reg
+                    .names()
+                    .map(|(_, o)| o.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let op = parse(&Attrs {
+            list: &np.attribute,
+        })
+        .map_err(|e| nerr(e.0))?;
+        let mut ins = Vec::with_capacity(np.input.len());
+        for i in &np.input {
+            if i.is_empty() {
+                ins.push(None);
+            } else {
+                let id = g.find(i).ok_or_else(|| {
+                    nerr(format!(
+                        "reads `{i}`, which no graph input, initializer or earlier node defines"
+                    ))
+                })?;
+                ins.push(Some(id));
+            }
+        }
+        let infer_in: Vec<Option<OpInput<'_>>> = ins
+            .iter()
+            .map(|o| {
+                o.map(|t| OpInput {
+                    ty: g.ty(t),
+                    value: g.constants.get(&t),
+                })
+            })
+            .collect();
+        let types = op
+            .infer(&infer_in, np.output.len())
+            .map_err(|e| nerr(e.0))?;
+        let node_id = NodeId(g.nodes.len() as u32);
+        let mut outs = Vec::with_capacity(np.output.len());
+        for (k, o) in np.output.iter().enumerate() {
+            if o.is_empty() {
+                outs.push(None);
+                continue;
+            }
+            if g.find(o).is_some() {
+                return Err(nerr(format!("output `{o}` is already defined")));
+            }
+            let ty = types.get(k).cloned().ok_or_else(|| {
+                nerr(format!(
+                    "has {} outputs; the op produces {}",
+                    np.output.len(),
+                    types.len()
+                ))
+            })?;
+            let id = g.add_tensor(o.clone(), ty, TensorKind::Value);
+            g.tensors[id.idx()].producer = Some(node_id);
+            outs.push(Some(id));
+        }
+        g.nodes.push(Node {
+            name,
+            domain: crate::ops::canonical_domain(&np.domain).to_string(),
+            op_type: np.op_type.clone(),
+            op,
+            inputs: ins,
+            outputs: outs,
+        });
+    }
+
+    let mut outputs = Vec::new();
+    for o in &gp.output {
+        let id = g
+            .find(&o.name)
+            .ok_or_else(|| gerr(format!("output `{}` is not produced by any node", o.name)))?;
+        outputs.push(id);
+    }
+    Ok(outputs)
+}
+
+/// Import a single model as a stand-alone graph.
+pub fn import(model: &Model, reg: &Registry) -> Result<Graph> {
+    let mut g = Graph::default();
+    g.outputs = import_into(&mut g, model, reg, Inputs::Create)?;
+    crate::verify::verify(&g)?;
+    Ok(g)
+}

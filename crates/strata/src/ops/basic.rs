@@ -1,0 +1,633 @@
+//! Gemm, Relu/ReluGrad, the view ops, and the reductions.
+
+use super::util::{c_array, norm_axis};
+use super::{arg, boxed, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::{DType, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&[""], "Gemm", |a| {
+        boxed(Gemm {
+            alpha: a.float_or("alpha", 1.0),
+            beta: a.float_or("beta", 1.0),
+            trans_a: a.int_or("transA", 0) != 0,
+            trans_b: a.int_or("transB", 0) != 0,
+        })
+    });
+    r.add(&[""], "Relu", |_| boxed(Relu));
+    r.add(&[MS, ""], "ReluGrad", |_| boxed(ReluGrad));
+    r.add(&[""], "Identity", |_| {
+        boxed(View {
+            kind: ViewKind::Identity,
+        })
+    });
+    r.add(&[""], "Reshape", |a| {
+        a.reject_if(a.int_or("allowzero", 0) != 0, "Reshape with allowzero=1")?;
+        boxed(View {
+            kind: ViewKind::Reshape,
+        })
+    });
+    r.add(&[""], "Flatten", |a| {
+        boxed(View {
+            kind: ViewKind::Flatten(a.int_or("axis", 1)),
+        })
+    });
+    r.add(&[""], "Squeeze", |a| {
+        boxed(View {
+            kind: ViewKind::Squeeze(a.ints("axes")),
+        })
+    });
+    r.add(&[""], "Unsqueeze", |a| {
+        boxed(View {
+            kind: ViewKind::Unsqueeze(a.ints("axes")),
+        })
+    });
+    r.add(&[""], "ReduceSum", |a| parse_reduce(a, ReduceKind::Sum));
+    r.add(&[""], "ReduceMean", |a| parse_reduce(a, ReduceKind::Mean));
+}
+
+fn f32_input<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<&'a TensorType, OpError> {
+    let t = req(inputs, i)?.ty;
+    ensure!(
+        t.dtype == DType::F32,
+        "input {i} must be float32, found {t}"
+    );
+    Ok(t)
+}
+
+// ---------------------------------------------------------------- Gemm
+
+#[derive(Debug)]
+pub struct Gemm {
+    pub alpha: f32,
+    pub beta: f32,
+    pub trans_a: bool,
+    pub trans_b: bool,
+}
+
+/// Sizes and C strides of one Gemm.
+struct GemmDims {
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Row/column strides of the bias C broadcast to [M, N]; None without bias.
+    c: Option<(usize, usize)>,
+}
+
+impl Gemm {
+    fn dims(&self, a: &[usize], b: &[usize], c: Option<&[usize]>) -> Result<GemmDims, OpError> {
+        ensure!(
+            a.len() == 2 && b.len() == 2,
+            "Gemm needs 2-D A and B, found {a:?} and {b:?}"
+        );
+        let (m, ka) = if self.trans_a {
+            (a[1], a[0])
+        } else {
+            (a[0], a[1])
+        };
+        let (kb, n) = if self.trans_b {
+            (b[1], b[0])
+        } else {
+            (b[0], b[1])
+        };
+        ensure!(
+            ka == kb,
+            "Gemm inner dimensions differ: A {a:?} (transA={}) vs B {b:?} (transB={})",
+            self.trans_a as u8,
+            self.trans_b as u8
+        );
+        let c = match c {
+            None => None,
+            Some(cs) => {
+                let (rows, cols) = match cs.len() {
+                    0 => (1, 1),
+                    1 => (1, cs[0]),
+                    2 => (cs[0], cs[1]),
+                    _ => return Err(op_err!("Gemm bias C must have rank <= 2, found {cs:?}")),
+                };
+                ensure!(
+                    (rows == 1 || rows == m) && (cols == 1 || cols == n),
+                    "Gemm bias C {cs:?} does not broadcast to [{m}, {n}]"
+                );
+                Some((
+                    if rows == 1 { 0 } else { cols },
+                    if cols == 1 { 0 } else { 1 },
+                ))
+            }
+        };
+        Ok(GemmDims { m, n, k: ka, c })
+    }
+}
+
+impl Op for Gemm {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let a = f32_input(inputs, 0)?;
+        let b = f32_input(inputs, 1)?;
+        let c = match inputs.get(2).copied().flatten() {
+            Some(c) => Some(c.ty.shape.as_slice()),
+            None => None,
+        };
+        let d = self.dims(&a.shape, &b.shape, c)?;
+        Ok(vec![TensorType::f32(vec![d.m, d.n])])
+    }
+
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let a = arg(inputs, 0)?;
+        let b = arg(inputs, 1)?;
+        let c = inputs.get(2).copied().flatten();
+        let d = self.dims(&a.shape, &b.shape, c.map(|c| c.shape.as_slice()))?;
+        let (av, bv) = (a.as_f32(), b.as_f32());
+        let (sam, sak) = if self.trans_a { (1, d.m) } else { (d.k, 1) };
+        let (sbk, sbn) = if self.trans_b { (1, d.k) } else { (d.n, 1) };
+        let mut y = vec![0f32; d.m * d.n];
+        for i in 0..d.m {
+            for j in 0..d.n {
+                let mut acc = 0f32;
+                for p in 0..d.k {
+                    acc += av[i * sam + p * sak] * bv[p * sbk + j * sbn];
+                }
+                let mut v = self.alpha * acc;
+                if let (Some(c), Some((cr, cc))) = (c, d.c) {
+                    v += self.beta * c.as_f32()[i * cr + j * cc];
+                }
+                y[i * d.n + j] = v;
+            }
+        }
+        Ok(vec![Tensor::f32(vec![d.m, d.n], y)])
+    }
+
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let a = cx.input(0)?.clone();
+        let b = cx.input(1)?.clone();
+        let c = cx.opt_input(2).cloned();
+        let d = self.dims(
+            &a.ty.shape,
+            &b.ty.shape,
+            c.as_ref().map(|c| c.ty.shape.as_slice()),
+        )?;
+        let (sam, sak) = if self.trans_a { (1, d.m) } else { (d.k, 1) };
+        let (sbk, sbn) = if self.trans_b { (1, d.k) } else { (d.n, 1) };
+        let (cr, cc) = d.c.unwrap_or((0, 0));
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_gemm",
+            &[
+                ("a", a.expr),
+                ("b", b.expr),
+                ("c", EmitCx::ptr_or_null(c.as_ref())),
+                ("y", y),
+                ("m", d.m.to_string()),
+                ("n", d.n.to_string()),
+                ("k", d.k.to_string()),
+                ("sam", sam.to_string()),
+                ("sak", sak.to_string()),
+                ("sbk", sbk.to_string()),
+                ("sbn", sbn.to_string()),
+                ("scm", cr.to_string()),
+                ("scn", cc.to_string()),
+                ("alpha", super::c_float(self.alpha)),
+                ("beta", super::c_float(self.beta)),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- Relu
+
+#[derive(Debug)]
+pub struct Relu;
+
+impl Op for Relu {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![f32_input(inputs, 0)?.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let y = x
+            .as_f32()
+            .iter()
+            .map(|&v| if v > 0.0 { v } else { 0.0 })
+            .collect();
+        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_relu",
+            &[("x", x.expr), ("y", y), ("n", x.ty.numel().to_string())],
+        );
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+pub struct ReluGrad;
+
+impl Op for ReluGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let dy = f32_input(inputs, 0)?;
+        let x = f32_input(inputs, 1)?;
+        ensure!(
+            dy.shape == x.shape,
+            "ReluGrad: dY {dy} and X {x} differ in shape"
+        );
+        Ok(vec![dy.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?;
+        let x = arg(inputs, 1)?;
+        let v = dy
+            .as_f32()
+            .iter()
+            .zip(x.as_f32())
+            .map(|(&g, &x)| if x > 0.0 { g } else { 0.0 })
+            .collect();
+        Ok(vec![Tensor::f32(dy.shape.clone(), v)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.clone();
+        let x = cx.input(1)?.expr.clone();
+        let dx = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_relu_grad",
+            &[
+                ("dy", dy.expr),
+                ("x", x),
+                ("dx", dx),
+                ("n", dy.ty.numel().to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- views
+
+#[derive(Debug)]
+pub enum ViewKind {
+    Identity,
+    Reshape,
+    Flatten(i64),
+    /// Axes from the attribute (opset < 13) or, when `None`, from input 1 / all size-1 dims.
+    Squeeze(Option<Vec<i64>>),
+    Unsqueeze(Option<Vec<i64>>),
+}
+
+/// An op whose output is its input's bytes under another shape.
+#[derive(Debug)]
+pub struct View {
+    pub kind: ViewKind,
+}
+
+fn const_ints(
+    inputs: &[Option<OpInput<'_>>],
+    i: usize,
+    what: &str,
+) -> Result<Option<Vec<i64>>, OpError> {
+    match inputs.get(i).copied().flatten() {
+        None => Ok(None),
+        Some(inp) => match inp.value {
+            Some(v) => Ok(Some(v.to_i64())),
+            None => Err(op_err!(
+                "{what} (input {i}) must be a constant: strata needs static shapes"
+            )),
+        },
+    }
+}
+
+impl View {
+    fn out_shape(&self, inputs: &[Option<OpInput<'_>>]) -> Result<Vec<usize>, OpError> {
+        let x = req(inputs, 0)?.ty;
+        let rank = x.shape.len();
+        Ok(match &self.kind {
+            ViewKind::Identity => x.shape.clone(),
+            ViewKind::Reshape => {
+                let spec = const_ints(inputs, 1, "the target shape")?
+                    .ok_or_else(|| op_err!("Reshape needs a shape input"))?;
+                let mut out = Vec::with_capacity(spec.len());
+                let mut infer_at = None;
+                for (i, &s) in spec.iter().enumerate() {
+                    match s {
+                        -1 => {
+                            ensure!(infer_at.is_none(), "Reshape: more than one -1 in {spec:?}");
+                            infer_at = Some(i);
+                            out.push(1);
+                        }
+                        0 => out.push(*x.shape.get(i).ok_or_else(|| {
+                            op_err!("Reshape: 0 at position {i} beyond input rank {rank}")
+                        })?),
+                        s if s > 0 => out.push(s as usize),
+                        s => return Err(op_err!("Reshape: invalid dimension {s}")),
+                    }
+                }
+                let known: usize = out.iter().product();
+                if let Some(i) = infer_at {
+                    ensure!(
+                        known > 0 && x.numel() % known == 0,
+                        "Reshape: cannot infer -1 from {} elements and {spec:?}",
+                        x.numel()
+                    );
+                    out[i] = x.numel() / known;
+                }
+                out
+            }
+            ViewKind::Flatten(axis) => {
+                let a = if *axis < 0 {
+                    (*axis + rank as i64) as usize
+                } else {
+                    *axis as usize
+                };
+                ensure!(
+                    a <= rank,
+                    "Flatten: axis {axis} out of range for rank {rank}"
+                );
+                vec![x.shape[..a].iter().product(), x.shape[a..].iter().product()]
+            }
+            ViewKind::Squeeze(attr) => {
+                let axes = match attr {
+                    Some(a) => Some(a.clone()),
+                    None => const_ints(inputs, 1, "Squeeze axes")?,
+                };
+                match axes {
+                    None => x.shape.iter().copied().filter(|&d| d != 1).collect(),
+                    Some(axes) => {
+                        let mut drop = vec![false; rank];
+                        for a in axes {
+                            let a = norm_axis(a, rank)?;
+                            ensure!(
+                                x.shape[a] == 1,
+                                "Squeeze: axis {a} has size {}, not 1",
+                                x.shape[a]
+                            );
+                            drop[a] = true;
+                        }
+                        x.shape
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| !drop[*i])
+                            .map(|(_, &d)| d)
+                            .collect()
+                    }
+                }
+            }
+            ViewKind::Unsqueeze(attr) => {
+                let axes = match attr {
+                    Some(a) => a.clone(),
+                    None => const_ints(inputs, 1, "Unsqueeze axes")?
+                        .ok_or_else(|| op_err!("Unsqueeze needs axes"))?,
+                };
+                let out_rank = rank + axes.len();
+                let mut ins = vec![false; out_rank];
+                for a in axes {
+                    let a = norm_axis(a, out_rank)?;
+                    ensure!(!ins[a], "Unsqueeze: axis {a} repeated");
+                    ins[a] = true;
+                }
+                let mut src = x.shape.iter();
+                (0..out_rank)
+                    .map(|i| if ins[i] { 1 } else { *src.next().unwrap() })
+                    .collect()
+            }
+        })
+    }
+}
+
+impl Op for View {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = req(inputs, 0)?.ty;
+        let shape = self.out_shape(inputs)?;
+        ensure!(
+            shape.iter().product::<usize>() == x.numel(),
+            "cannot view {x} as {shape:?}: element counts differ"
+        );
+        Ok(vec![TensorType::new(x.dtype, shape)])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let ty = outputs[0].ok_or_else(|| op_err!("view output missing"))?;
+        Ok(vec![Tensor {
+            shape: ty.shape.clone(),
+            data: x.data.clone(),
+        }])
+    }
+    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
+        Ok(())
+    }
+    fn aliases(&self) -> Vec<Alias> {
+        vec![Alias {
+            output: 0,
+            input: 0,
+            kind: AliasKind::View,
+        }]
+    }
+}
+
+// ---------------------------------------------------------------- reductions
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ReduceKind {
+    Sum,
+    Mean,
+}
+
+#[derive(Debug)]
+pub struct Reduce {
+    pub kind: ReduceKind,
+    pub axes_attr: Option<Vec<i64>>,
+    pub keepdims: bool,
+    pub noop_with_empty_axes: bool,
+}
+
+fn parse_reduce(a: &Attrs<'_>, kind: ReduceKind) -> Result<Box<dyn Op>, OpError> {
+    boxed(Reduce {
+        kind,
+        axes_attr: a.ints("axes"),
+        keepdims: a.int_or("keepdims", 1) != 0,
+        noop_with_empty_axes: a.int_or("noop_with_empty_axes", 0) != 0,
+    })
+}
+
+/// A reduction resolved against its input shape.
+#[derive(Debug)]
+pub struct ReducePlan {
+    pub out_shape: Vec<usize>,
+    /// Input dims and strides of the kept axes, in order.
+    pub kept_dims: Vec<usize>,
+    pub kept_strides: Vec<usize>,
+    /// Input dims and strides of the reduced axes, in order.
+    pub red_dims: Vec<usize>,
+    pub red_strides: Vec<usize>,
+}
+
+impl ReducePlan {
+    /// Reduce the axes flagged in `reduce` of `shape`.
+    pub fn new(shape: &[usize], reduce: &[bool], keepdims: bool) -> ReducePlan {
+        let st = super::util::strides(shape);
+        let mut p = ReducePlan {
+            out_shape: vec![],
+            kept_dims: vec![],
+            kept_strides: vec![],
+            red_dims: vec![],
+            red_strides: vec![],
+        };
+        for (i, &d) in shape.iter().enumerate() {
+            if reduce[i] {
+                p.red_dims.push(d);
+                p.red_strides.push(st[i]);
+                if keepdims {
+                    p.out_shape.push(1);
+                }
+            } else {
+                p.kept_dims.push(d);
+                p.kept_strides.push(st[i]);
+                p.out_shape.push(d);
+            }
+        }
+        p
+    }
+    pub fn red_count(&self) -> usize {
+        self.red_dims.iter().product()
+    }
+    /// Input offsets of every reduced element for output `o`, in row-major order.
+    pub fn for_each(&self, o: usize, mut f: impl FnMut(usize)) {
+        let mut base = 0;
+        let mut rem = o;
+        for i in (0..self.kept_dims.len()).rev() {
+            base += (rem % self.kept_dims[i]) * self.kept_strides[i];
+            rem /= self.kept_dims[i];
+        }
+        for r in 0..self.red_count() {
+            let mut off = base;
+            let mut rem = r;
+            for i in (0..self.red_dims.len()).rev() {
+                off += (rem % self.red_dims[i]) * self.red_strides[i];
+                rem /= self.red_dims[i];
+            }
+            f(off);
+        }
+    }
+}
+
+impl Reduce {
+    fn plan(&self, inputs: &[Option<OpInput<'_>>]) -> Result<ReducePlan, OpError> {
+        let x = f32_input(inputs, 0)?;
+        let axes = match &self.axes_attr {
+            Some(a) => Some(a.clone()),
+            None => const_ints(inputs, 1, "the reduction axes")?,
+        };
+        let rank = x.shape.len();
+        let mut reduce = vec![false; rank];
+        match axes {
+            Some(a) if !a.is_empty() => {
+                for ax in a {
+                    reduce[norm_axis(ax, rank)?] = true;
+                }
+            }
+            _ if self.noop_with_empty_axes => {}
+            _ => reduce.iter_mut().for_each(|r| *r = true),
+        }
+        Ok(ReducePlan::new(&x.shape, &reduce, self.keepdims))
+    }
+    fn plan_of(&self, x: &TensorType, axes: Option<&Tensor>) -> Result<ReducePlan, OpError> {
+        let inp = [
+            Some(OpInput { ty: x, value: None }),
+            axes.map(|v| OpInput {
+                ty: x,
+                value: Some(v),
+            }),
+        ];
+        self.plan(&inp)
+    }
+}
+
+impl Op for Reduce {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![TensorType::f32(self.plan(inputs)?.out_shape)])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let p = self.plan_of(&x.ty(), inputs.get(1).copied().flatten())?;
+        let xv = x.as_f32();
+        let n_out: usize = p.kept_dims.iter().product();
+        let count = p.red_count() as f32;
+        let y = (0..n_out)
+            .map(|o| {
+                let mut acc = 0f32;
+                p.for_each(o, |off| acc += xv[off]);
+                if self.kind == ReduceKind::Mean {
+                    acc / count
+                } else {
+                    acc
+                }
+            })
+            .collect();
+        Ok(vec![Tensor::f32(p.out_shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let p = self.plan_of(&x.ty, cx.opt_input(1).and_then(|o| o.value.as_ref()))?;
+        emit_reduce(
+            cx,
+            &x.expr,
+            &cx.output(0)?.expr.clone(),
+            &p,
+            self.kind == ReduceKind::Mean,
+        )
+    }
+}
+
+/// Emit an `st_reduce` call for a resolved reduction plan.
+pub fn emit_reduce(
+    cx: &mut EmitCx<'_>,
+    x: &str,
+    y: &str,
+    p: &ReducePlan,
+    mean: bool,
+) -> Result<(), OpError> {
+    ensure!(
+        p.kept_dims.len() <= 8 && p.red_dims.len() <= 8,
+        "reductions support rank <= 8"
+    );
+    let pad = |v: &[usize]| {
+        let mut v = v.to_vec();
+        v.resize(8, 1);
+        c_array(&v)
+    };
+    cx.kernel(
+        "st_reduce",
+        &[
+            ("x", x.to_string()),
+            ("y", y.to_string()),
+            ("n_kept", p.kept_dims.len().to_string()),
+            ("kept_dims", pad(&p.kept_dims)),
+            ("kept_strides", pad(&p.kept_strides)),
+            ("n_red", p.red_dims.len().to_string()),
+            ("red_dims", pad(&p.red_dims)),
+            ("red_strides", pad(&p.red_strides)),
+            ("mean", (mean as u8).to_string()),
+        ],
+    );
+    Ok(())
+}

@@ -1,0 +1,465 @@
+//! Losses and their gradients: softmax cross-entropy (ONNX forward, ORT and
+//! Onnx4Deeploy gradient spellings) and the fused mean-squared error.
+
+use super::{arg, boxed, c_float, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::{DType, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&["", MS], "SoftmaxCrossEntropyLoss", |a| {
+        boxed(Sce::parse(a)?)
+    });
+    r.add(&[MS, ""], "SoftmaxCrossEntropyLossGrad", |a| {
+        boxed(SceGrad(Sce::parse(a)?))
+    });
+    r.add(&["", MS], "MSELoss", |a| {
+        a.reject_if(
+            a.string_or("reduction", "mean") != "mean",
+            "MSELoss reduction other than mean",
+        )?;
+        boxed(Mse)
+    });
+    r.add(&["", MS], "MSELossGrad", |a| {
+        a.reject_if(
+            a.string_or("reduction", "mean") != "mean",
+            "MSELossGrad reduction other than mean",
+        )?;
+        boxed(MseGrad)
+    });
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reduction {
+    None,
+    Sum,
+    Mean,
+}
+
+impl Reduction {
+    fn code(self) -> u8 {
+        match self {
+            Reduction::None => 0,
+            Reduction::Sum => 1,
+            Reduction::Mean => 2,
+        }
+    }
+}
+
+/// SoftmaxCrossEntropyLoss over scores [B, C] and int64 labels [B].
+#[derive(Debug)]
+pub struct Sce {
+    pub reduction: Reduction,
+    pub ignore_index: Option<i64>,
+}
+
+impl Sce {
+    fn parse(a: &super::Attrs<'_>) -> Result<Sce, OpError> {
+        let reduction = match a.string_or("reduction", "mean").as_str() {
+            "mean" => Reduction::Mean,
+            "sum" => Reduction::Sum,
+            "none" => Reduction::None,
+            other => return Err(op_err!("unsupported: reduction `{other}`")),
+        };
+        Ok(Sce {
+            reduction,
+            ignore_index: a.int("ignore_index"),
+        })
+    }
+
+    fn check(
+        &self,
+        scores: &TensorType,
+        labels: &TensorType,
+        weight: Option<&TensorType>,
+    ) -> Result<(usize, usize), OpError> {
+        ensure!(
+            scores.dtype == DType::F32,
+            "scores must be float32, found {scores}"
+        );
+        ensure!(
+            scores.shape.len() == 2,
+            "scores must be [batch, classes]; found {scores} (spatial dims are unsupported)"
+        );
+        ensure!(
+            matches!(labels.dtype, DType::I64 | DType::I32),
+            "labels must be int64, found {labels}"
+        );
+        ensure!(
+            labels.shape == scores.shape[..1],
+            "labels {labels} do not match scores {scores}"
+        );
+        if let Some(w) = weight {
+            ensure!(
+                w.dtype == DType::F32 && w.shape == [scores.shape[1]],
+                "class weights must be float32[{}], found {w}",
+                scores.shape[1]
+            );
+        }
+        Ok((scores.shape[0], scores.shape[1]))
+    }
+
+    /// Per-row weight (0 for ignored rows) and the mean's denominator.
+    fn row_weights(
+        &self,
+        labels: &[i64],
+        c: usize,
+        weight: Option<&[f32]>,
+    ) -> Result<(Vec<f32>, f32), OpError> {
+        let mut w = Vec::with_capacity(labels.len());
+        let mut total = 0f32;
+        for &l in labels {
+            if Some(l) == self.ignore_index {
+                w.push(0.0);
+                continue;
+            }
+            ensure!(
+                l >= 0 && (l as usize) < c,
+                "label {l} out of range for {c} classes"
+            );
+            let wi = weight.map(|w| w[l as usize]).unwrap_or(1.0);
+            total += wi;
+            w.push(wi);
+        }
+        Ok((w, total))
+    }
+}
+
+/// log-softmax of one row, in the order the C kernel uses.
+fn log_softmax_row(x: &[f32], out: &mut [f32]) {
+    let mut m = x[0];
+    for &v in &x[1..] {
+        if v > m {
+            m = v;
+        }
+    }
+    let mut s = 0f32;
+    for &v in x {
+        s += (v - m).exp();
+    }
+    let ls = s.ln();
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = v - m - ls;
+    }
+}
+
+impl Op for Sce {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let s = req(inputs, 0)?.ty;
+        let (b, _) = self.check(
+            s,
+            req(inputs, 1)?.ty,
+            inputs.get(2).copied().flatten().map(|w| w.ty),
+        )?;
+        let loss = if self.reduction == Reduction::None {
+            vec![b]
+        } else {
+            vec![]
+        };
+        Ok(vec![TensorType::f32(loss), s.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let s = arg(inputs, 0)?;
+        let labels = arg(inputs, 1)?.to_i64();
+        let weight = inputs.get(2).copied().flatten();
+        let (b, c) = self.check(
+            &s.ty(),
+            &arg(inputs, 1)?.ty(),
+            weight.map(|w| w.ty()).as_ref(),
+        )?;
+        let (w, total) = self.row_weights(&labels, c, weight.map(|w| w.as_f32()))?;
+        let mut logp = vec![0f32; b * c];
+        let sv = s.as_f32();
+        for i in 0..b {
+            log_softmax_row(&sv[i * c..(i + 1) * c], &mut logp[i * c..(i + 1) * c]);
+        }
+        let per: Vec<f32> = (0..b)
+            .map(|i| {
+                if w[i] == 0.0 {
+                    0.0
+                } else {
+                    -w[i] * logp[i * c + labels[i] as usize]
+                }
+            })
+            .collect();
+        let loss = match self.reduction {
+            Reduction::None => Tensor::f32(vec![b], per),
+            Reduction::Sum | Reduction::Mean => {
+                let mut acc = 0f32;
+                for v in &per {
+                    acc += v;
+                }
+                if self.reduction == Reduction::Mean {
+                    acc /= total;
+                }
+                Tensor::f32(vec![], vec![acc])
+            }
+        };
+        Ok(vec![loss, Tensor::f32(vec![b, c], logp)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let s = cx.input(0)?.clone();
+        let (b, c) = (s.ty.shape[0], s.ty.shape[1]);
+        let labels = cx.input(1)?.clone();
+        let fields = vec![
+            ("x", s.expr),
+            ("labels", labels.expr),
+            (
+                "label_i32",
+                ((labels.ty.dtype == DType::I32) as u8).to_string(),
+            ),
+            ("weight", EmitCx::ptr_or_null(cx.opt_input(2))),
+            ("loss", EmitCx::ptr_or_null(cx.opt_output(0))),
+            ("logp", EmitCx::ptr_or_null(cx.opt_output(1))),
+            ("b", b.to_string()),
+            ("c", c.to_string()),
+            ("reduction", self.reduction.code().to_string()),
+            (
+                "ignore_index",
+                self.ignore_index
+                    .map(|i| format!("{i}LL"))
+                    .unwrap_or("ST_NO_IGNORE".into()),
+            ),
+        ];
+        cx.kernel("st_sce_loss", &fields);
+        Ok(())
+    }
+}
+
+/// SoftmaxCrossEntropyLossGrad: ORT's `(dY, log_prob, label, weight?)` or
+/// Onnx4Deeploy's `(log_prob, label)` with dY = 1.
+#[derive(Debug)]
+pub struct SceGrad(pub Sce);
+
+/// Input positions after telling the two spellings apart.
+struct GradArgs {
+    dy: Option<usize>,
+    logp: usize,
+    label: usize,
+    weight: Option<usize>,
+}
+
+fn grad_args(types: &[Option<&TensorType>]) -> Result<GradArgs, OpError> {
+    let t = |i: usize| types.get(i).copied().flatten();
+    let int = |i: usize| {
+        t(i).map(|t| matches!(t.dtype, DType::I64 | DType::I32))
+            .unwrap_or(false)
+    };
+    if int(1) {
+        Ok(GradArgs {
+            dy: None,
+            logp: 0,
+            label: 1,
+            weight: t(2).map(|_| 2),
+        })
+    } else if int(2) {
+        Ok(GradArgs {
+            dy: Some(0),
+            logp: 1,
+            label: 2,
+            weight: t(3).map(|_| 3),
+        })
+    } else {
+        Err(op_err!("expected (dY, log_prob, label[, weight]) or (log_prob, label): no int64 label at position 1 or 2"))
+    }
+}
+
+impl Op for SceGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let types: Vec<_> = inputs.iter().map(|i| i.map(|i| i.ty)).collect();
+        let g = grad_args(&types)?;
+        let logp = req(inputs, g.logp)?.ty;
+        self.0.check(
+            logp,
+            req(inputs, g.label)?.ty,
+            g.weight.map(|w| types[w].unwrap()),
+        )?;
+        if let Some(d) = g.dy {
+            let dy = req(inputs, d)?.ty;
+            let want = if self.0.reduction == Reduction::None {
+                vec![logp.shape[0]]
+            } else {
+                vec![]
+            };
+            ensure!(
+                dy.numel() == want.iter().product::<usize>(),
+                "dY {dy} does not match the loss shape {want:?}"
+            );
+        }
+        Ok(vec![logp.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let types: Vec<_> = inputs.iter().map(|i| i.map(|t| t.ty())).collect();
+        let refs: Vec<_> = types.iter().map(|t| t.as_ref()).collect();
+        let g = grad_args(&refs)?;
+        let logp = arg(inputs, g.logp)?;
+        let labels = arg(inputs, g.label)?.to_i64();
+        let (b, c) = (logp.shape[0], logp.shape[1]);
+        let weight = g.weight.map(|w| arg(inputs, w)).transpose()?;
+        let (w, total) = self.0.row_weights(&labels, c, weight.map(|w| w.as_f32()))?;
+        let dy =
+            g.dy.map(|d| arg(inputs, d))
+                .transpose()?
+                .map(|t| t.as_f32().to_vec());
+        let lp = logp.as_f32();
+        let mut out = vec![0f32; b * c];
+        for i in 0..b {
+            let d = match &dy {
+                Some(v) if self.0.reduction == Reduction::None => v[i],
+                Some(v) => v[0],
+                None => 1.0,
+            };
+            let scale = if self.0.reduction == Reduction::Mean {
+                d * w[i] / total
+            } else {
+                d * w[i]
+            };
+            for j in 0..c {
+                let onehot = if j as i64 == labels[i] { 1.0 } else { 0.0 };
+                out[i * c + j] = (lp[i * c + j].exp() - onehot) * scale;
+            }
+        }
+        Ok(vec![Tensor::f32(vec![b, c], out)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let types: Vec<_> = cx
+            .inputs
+            .iter()
+            .map(|o| o.as_ref().map(|o| o.ty.clone()))
+            .collect();
+        let refs: Vec<_> = types.iter().map(|t| t.as_ref()).collect();
+        let g = grad_args(&refs)?;
+        let logp = cx.input(g.logp)?.clone();
+        let labels = cx.input(g.label)?.clone();
+        let fields = vec![
+            (
+                "dy",
+                g.dy.map(|d| cx.input(d).map(|o| o.expr.clone()))
+                    .transpose()?
+                    .unwrap_or("NULL".into()),
+            ),
+            ("logp", logp.expr),
+            ("labels", labels.expr),
+            (
+                "label_i32",
+                ((labels.ty.dtype == DType::I32) as u8).to_string(),
+            ),
+            (
+                "weight",
+                g.weight
+                    .map(|w| cx.input(w).map(|o| o.expr.clone()))
+                    .transpose()?
+                    .unwrap_or("NULL".into()),
+            ),
+            ("dx", cx.output(0)?.expr.clone()),
+            ("b", logp.ty.shape[0].to_string()),
+            ("c", logp.ty.shape[1].to_string()),
+            ("reduction", self.0.reduction.code().to_string()),
+            (
+                "ignore_index",
+                self.0
+                    .ignore_index
+                    .map(|i| format!("{i}LL"))
+                    .unwrap_or("ST_NO_IGNORE".into()),
+            ),
+        ];
+        cx.kernel("st_sce_loss_grad", &fields);
+        Ok(())
+    }
+}
+
+/// Mean squared error over all elements: `mean((p - t)^2)`.
+#[derive(Debug)]
+pub struct Mse;
+
+fn mse_check(inputs: &[Option<OpInput<'_>>]) -> Result<TensorType, OpError> {
+    let p = req(inputs, 0)?.ty;
+    let t = req(inputs, 1)?.ty;
+    ensure!(
+        p.dtype == DType::F32 && t.dtype == DType::F32,
+        "prediction and target must be float32, found {p} and {t}"
+    );
+    ensure!(
+        p.shape == t.shape,
+        "prediction {p} and target {t} differ in shape"
+    );
+    Ok(p.clone())
+}
+
+impl Op for Mse {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        mse_check(inputs)?;
+        Ok(vec![TensorType::f32(vec![])])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let p = arg(inputs, 0)?.as_f32();
+        let t = arg(inputs, 1)?.as_f32();
+        let mut acc = 0f32;
+        for (a, b) in p.iter().zip(t) {
+            let d = a - b;
+            acc += d * d;
+        }
+        Ok(vec![Tensor::f32(vec![], vec![acc / p.len() as f32])])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let p = cx.input(0)?.clone();
+        let fields = [
+            ("p", p.expr),
+            ("t", cx.input(1)?.expr.clone()),
+            ("loss", cx.output(0)?.expr.clone()),
+            ("n", p.ty.numel().to_string()),
+        ];
+        cx.kernel("st_mse_loss", &fields);
+        Ok(())
+    }
+}
+
+/// Gradient of [`Mse`] with respect to the prediction: `2 (p - t) / N`.
+#[derive(Debug)]
+pub struct MseGrad;
+
+impl Op for MseGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![mse_check(inputs)?])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let p = arg(inputs, 0)?;
+        let t = arg(inputs, 1)?.as_f32();
+        let scale = 2.0 / p.numel() as f32;
+        let v = p
+            .as_f32()
+            .iter()
+            .zip(t)
+            .map(|(a, b)| (a - b) * scale)
+            .collect();
+        Ok(vec![Tensor::f32(p.shape.clone(), v)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let p = cx.input(0)?.clone();
+        let n = p.ty.numel();
+        let fields = [
+            ("p", p.expr),
+            ("t", cx.input(1)?.expr.clone()),
+            ("dp", cx.output(0)?.expr.clone()),
+            ("n", n.to_string()),
+            ("scale", c_float(2.0 / n as f32)),
+        ];
+        cx.kernel("st_mse_loss_grad", &fields);
+        Ok(())
+    }
+}

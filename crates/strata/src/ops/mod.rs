@@ -1,0 +1,225 @@
+//! Operators: for each op, a shape rule, a reference kernel, and the C it
+//! emits into the project's runtime. Ops are looked up in a [`Registry`]
+//! keyed by (domain, op_type); the importer turns each ONNX node's
+//! attributes into a boxed [`Op`] through it, so an unknown op or an
+//! unsupported attribute fails at import with the node's name.
+//!
+//! Conventions every op follows:
+//! - `infer` gets every input's type and, when it is a compile-time constant,
+//!   its value (shape and axes inputs); it returns one type per output
+//!   position up to `n_outputs`.
+//! - `eval` is the reference kernel: plain f32 loops in a fixed accumulation
+//!   order that the C kernel repeats exactly, so the interpreter and the
+//!   compiled C agree to rounding. It returns one tensor per output position
+//!   (`Tensor::absent()` where the output is not requested).
+//! - `emit` calls one or more runtime kernels through [`EmitCx::kernel`].
+//! - `aliases` names outputs that share storage with an input: views
+//!   (Reshape and friends: no code at all) and in-place updates
+//!   (accumulators, SGD, running statistics).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::onnx::proto::AttributeProto;
+use crate::tensor::{Tensor, TensorType};
+
+pub use crate::codegen::cx::{c_float, EmitCx, Operand};
+
+pub mod basic;
+pub mod loss;
+pub mod train;
+pub mod util;
+
+/// An op-level failure; the caller adds the node's name and op type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpError(pub String);
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Build an [`OpError`] from a format string.
+#[macro_export]
+macro_rules! op_err {
+    ($($t:tt)*) => { $crate::ops::OpError(format!($($t)*)) };
+}
+
+/// `Err(op_err!(...))` unless the condition holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($t:tt)*) => { if !$cond { return Err($crate::op_err!($($t)*)); } };
+}
+
+/// What a shape rule sees of one input.
+#[derive(Clone, Copy, Debug)]
+pub struct OpInput<'a> {
+    pub ty: &'a TensorType,
+    /// The value, when the input is a compile-time constant.
+    pub value: Option<&'a Tensor>,
+}
+
+/// How an output shares storage with an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AliasKind {
+    /// Same bytes, reinterpreted (Reshape, Flatten, Squeeze, Unsqueeze, Identity): no code.
+    View,
+    /// The kernel overwrites the input's buffer with the output (state updates).
+    InPlace,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alias {
+    pub output: usize,
+    pub input: usize,
+    pub kind: AliasKind,
+}
+
+pub trait Op: fmt::Debug + Send + Sync {
+    /// Output types from input types (and constant input values).
+    fn infer(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+    ) -> Result<Vec<TensorType>, OpError>;
+    /// Reference kernel. `outputs[i]` is `None` where output `i` is not requested.
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError>;
+    /// Emit the C for this node.
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError>;
+    /// Outputs that share an input's storage.
+    fn aliases(&self) -> Vec<Alias> {
+        Vec::new()
+    }
+}
+
+/// A node's attributes, with typed getters that name the attribute on error.
+pub struct Attrs<'a> {
+    pub list: &'a [AttributeProto],
+}
+
+impl<'a> Attrs<'a> {
+    fn get(&self, name: &str) -> Option<&'a AttributeProto> {
+        self.list.iter().find(|a| a.name == name)
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).map(|a| a.i)
+    }
+    pub fn int_or(&self, name: &str, default: i64) -> i64 {
+        self.int(name).unwrap_or(default)
+    }
+    pub fn float_or(&self, name: &str, default: f32) -> f32 {
+        self.get(name).map(|a| a.f).unwrap_or(default)
+    }
+    pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.get(name).map(|a| a.ints.clone())
+    }
+    pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
+        self.get(name).map(|a| a.floats.clone())
+    }
+    pub fn string(&self, name: &str) -> Option<String> {
+        self.get(name)
+            .map(|a| String::from_utf8_lossy(&a.s).into_owned())
+    }
+    pub fn string_or(&self, name: &str, default: &str) -> String {
+        self.string(name).unwrap_or_else(|| default.to_string())
+    }
+    pub fn tensor(&self, name: &str) -> Result<Option<Tensor>, OpError> {
+        match self.get(name).and_then(|a| a.t.as_ref()) {
+            None => Ok(None),
+            Some(t) => crate::onnx::tensor_from_proto(t)
+                .map(Some)
+                .map_err(|e| op_err!("attribute `{name}`: {e}")),
+        }
+    }
+    /// Reject an attribute value the op does not implement.
+    pub fn reject_if(&self, cond: bool, what: &str) -> Result<(), OpError> {
+        if cond {
+            Err(op_err!("unsupported: {what}"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+pub type ParseFn = fn(&Attrs<'_>) -> Result<Box<dyn Op>, OpError>;
+
+/// The op table: (domain, op_type) → attribute parser.
+pub struct Registry {
+    map: BTreeMap<(String, String), ParseFn>,
+}
+
+/// The ONNX default domain has two spellings.
+pub fn canonical_domain(domain: &str) -> &str {
+    if domain == "ai.onnx" {
+        ""
+    } else {
+        domain
+    }
+}
+
+pub const MS: &str = "com.microsoft";
+
+impl Registry {
+    pub fn empty() -> Registry {
+        Registry {
+            map: BTreeMap::new(),
+        }
+    }
+
+    /// Every op strata implements.
+    pub fn standard() -> Registry {
+        let mut r = Registry::empty();
+        basic::register(&mut r);
+        loss::register(&mut r);
+        train::register(&mut r);
+        r
+    }
+
+    pub fn add(&mut self, domains: &[&str], op_type: &str, parse: ParseFn) {
+        for d in domains {
+            self.map.insert((d.to_string(), op_type.to_string()), parse);
+        }
+    }
+
+    pub fn get(&self, domain: &str, op_type: &str) -> Option<ParseFn> {
+        self.map
+            .get(&(canonical_domain(domain).to_string(), op_type.to_string()))
+            .copied()
+    }
+
+    /// (domain, op_type) pairs, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &(String, String)> {
+        self.map.keys()
+    }
+}
+
+/// Box an op value as a parse result.
+pub fn boxed<T: Op + 'static>(op: T) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(op))
+}
+
+/// The input at `i`, which must be present.
+pub fn req<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<OpInput<'a>, OpError> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or_else(|| op_err!("missing required input {i}"))
+}
+
+/// The tensor at `i` in a reference kernel, which must be present.
+pub fn arg<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
+    inputs
+        .get(i)
+        .copied()
+        .flatten()
+        .ok_or_else(|| op_err!("missing required input {i}"))
+}

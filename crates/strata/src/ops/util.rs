@@ -1,0 +1,77 @@
+//! Shape helpers shared by the op families.
+
+use super::OpError;
+use crate::op_err;
+
+/// Normalise a possibly negative axis against `rank`.
+pub fn norm_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
+    let r = rank as i64;
+    if axis < -r || axis >= r.max(1) {
+        return Err(op_err!("axis {axis} out of range for rank {rank}"));
+    }
+    Ok(if axis < 0 {
+        (axis + r) as usize
+    } else {
+        axis as usize
+    })
+}
+
+/// Numpy-style multidirectional broadcast of two shapes.
+pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, OpError> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return Err(op_err!("shapes {a:?} and {b:?} do not broadcast")),
+        };
+    }
+    Ok(out)
+}
+
+/// Row-major strides of `shape`.
+pub fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// Strides for reading a tensor of `shape` broadcast to `out` (0 on broadcast dims).
+pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let st = strides(shape);
+    let off = out.len() - shape.len();
+    (0..out.len())
+        .map(|i| {
+            if i < off || shape[i - off] == 1 {
+                0
+            } else {
+                st[i - off]
+            }
+        })
+        .collect()
+}
+
+/// Format a list of integers as a C array initializer `{a, b, c}`.
+pub fn c_array<T: std::fmt::Display>(v: &[T]) -> String {
+    let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+/// The constant value of an axes-like input or attribute.
+pub fn int_list(t: &crate::tensor::Tensor) -> Vec<i64> {
+    t.to_i64()
+}

@@ -1,0 +1,316 @@
+//! The static memory plan: storage groups (tensors that share bytes through
+//! views and in-place updates), their lifetimes over the unified schedule
+//! (training step, then optimizer), one placement problem per memory level
+//! solved by `memplan`, and an independent checker that replays the schedule
+//! and proves every read sees the value it should.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::ir::TensorId;
+use crate::program::{Program, Role};
+
+/// Every buffer's offset is a multiple of this (the widest element, and DMA friendly).
+pub const ALIGN: u64 = 16;
+
+/// Tensors that share storage, with their common lifetime.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Group {
+    pub tensors: Vec<TensorId>,
+    /// First schedule position whose node writes the group (0 for inputs and state).
+    pub lower: u64,
+    /// One past the last position that reads it (exclusive).
+    pub upper: u64,
+    pub size: u64,
+    pub offset: u64,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct MemoryPlan {
+    pub level: &'static str,
+    pub capacity: u64,
+    /// Bytes the arena needs (the plan's peak).
+    pub arena_bytes: u64,
+    /// The largest total size live at one time: no plan can use less.
+    pub lower_bound: u64,
+    pub optimal: bool,
+    pub groups: Vec<Group>,
+    /// Per tensor: its group, or `None` when it lives outside the arena (read-only constants).
+    #[serde(skip)]
+    pub group_of: Vec<Option<usize>>,
+}
+
+impl MemoryPlan {
+    pub fn offset(&self, t: TensorId) -> Option<u64> {
+        self.group_of[t.idx()].map(|g| self.groups[g].offset)
+    }
+}
+
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
+}
+
+/// The storage groups of a program, before placement.
+pub fn groups(p: &Program) -> Vec<Option<usize>> {
+    let g = &p.graph;
+    let n = g.tensors.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    for node in &g.nodes {
+        for a in node.op.aliases() {
+            if let (Some(Some(i)), Some(Some(o))) =
+                (node.inputs.get(a.input), node.outputs.get(a.output))
+            {
+                let (ri, ro) = (find(&mut parent, i.idx()), find(&mut parent, o.idx()));
+                if ri != ro {
+                    let (lo, hi) = (ri.min(ro), ri.max(ro));
+                    parent[hi] = lo;
+                }
+            }
+        }
+    }
+    // Groups rooted at a read-only constant stay out of the arena.
+    let mut index = vec![None; n];
+    let mut next = 0;
+    let mut out = vec![None; n];
+    for t in 0..n {
+        let r = find(&mut parent, t);
+        if p.roles[r] == Role::Constant {
+            continue;
+        }
+        let gi = *index[r].get_or_insert_with(|| {
+            next += 1;
+            next - 1
+        });
+        out[t] = Some(gi);
+    }
+    out
+}
+
+/// Plan the program into one level of `capacity` bytes.
+pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPlan> {
+    let g = &p.graph;
+    let group_of = groups(p);
+    let n_groups = group_of.iter().flatten().max().map_or(0, |m| m + 1);
+    let end = p.nodes_total() as u64;
+    let mut gs: Vec<Group> = (0..n_groups)
+        .map(|_| Group {
+            tensors: vec![],
+            lower: u64::MAX,
+            upper: 0,
+            size: 0,
+            offset: 0,
+        })
+        .collect();
+    for (t, gi) in group_of.iter().enumerate() {
+        if let Some(gi) = gi {
+            let grp = &mut gs[*gi];
+            grp.tensors.push(TensorId(t as u32));
+            grp.size = grp.size.max(g.tensors[t].ty.bytes() as u64);
+        }
+    }
+    for (t, gi) in group_of.iter().enumerate() {
+        let Some(gi) = *gi else { continue };
+        let tid = TensorId(t as u32);
+        let role = p.role(tid);
+        let grp = &mut gs[gi];
+        if role.persistent() {
+            grp.lower = 0;
+            grp.upper = end.max(1);
+        } else if matches!(role, Role::Data | Role::Flag | Role::State) {
+            grp.lower = 0;
+        } else if let Some(pr) = g.tensor(tid).producer {
+            grp.lower = grp.lower.min(pr.0 as u64);
+            grp.upper = grp.upper.max(pr.0 as u64 + 1);
+        }
+        if p.outputs.contains(&tid) {
+            grp.upper = grp.upper.max(p.train_end as u64);
+        }
+    }
+    for (i, node) in g.nodes.iter().enumerate() {
+        for t in node.inputs.iter().flatten() {
+            if let Some(gi) = group_of[t.idx()] {
+                gs[gi].upper = gs[gi].upper.max(i as u64 + 1);
+            }
+        }
+    }
+    for grp in &mut gs {
+        if grp.lower == u64::MAX {
+            grp.lower = 0;
+        }
+        grp.upper = grp.upper.max(grp.lower + 1);
+        grp.size = grp.size.div_ceil(ALIGN) * ALIGN;
+    }
+    let problem = memplan::Problem {
+        buffers: gs
+            .iter()
+            .enumerate()
+            .map(|(i, grp)| memplan::Buffer {
+                id: format!("{i}:{}", g.name(grp.tensors[0])),
+                lower: grp.lower,
+                upper: grp.upper,
+                size: grp.size,
+                alignment: ALIGN,
+                offset: None,
+            })
+            .collect(),
+        capacity: Some(capacity),
+    };
+    let sol = memplan::solve(
+        &problem,
+        &memplan::Options {
+            time_limit,
+            minimize: true,
+        },
+    )
+    .map_err(|e| match e {
+        memplan::Error::DoesNotFit {
+            capacity,
+            best_peak,
+            lower_bound,
+        } => {
+            let needed = if lower_bound > capacity {
+                lower_bound
+            } else {
+                best_peak
+            };
+            Error::DoesNotFit {
+                level: "L2".into(),
+                needed,
+                capacity,
+                missing: needed - capacity,
+            }
+        }
+        #[allow(unreachable_patterns)]
+        other => Error::PlanCheck(other.to_string()),
+    })?;
+    for (grp, off) in gs.iter_mut().zip(&sol.offsets) {
+        grp.offset = *off;
+    }
+    let plan = MemoryPlan {
+        level: "L2",
+        capacity,
+        arena_bytes: sol.peak,
+        lower_bound: sol.lower_bound,
+        optimal: sol.optimal,
+        groups: gs,
+        group_of,
+    };
+    check(p, &plan)?;
+    Ok(plan)
+}
+
+/// The independent checker: replay the schedule over byte ranges. Every
+/// group claims its bytes when it is written (inputs and state at the start);
+/// every read must find the bytes still owned by the group it reads, and
+/// state and outputs must survive to the end of their phase.
+pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
+    let g = &p.graph;
+    let fail = |m: String| Err(Error::PlanCheck(m));
+    // Owned byte ranges: (start, end, group).
+    let mut owned: Vec<(u64, u64, usize)> = Vec::new();
+    fn claim(owned: &mut Vec<(u64, u64, usize)>, s: u64, e: u64, gi: usize) {
+        let mut next = Vec::with_capacity(owned.len() + 2);
+        for &(a, b, o) in owned.iter() {
+            if b <= s || e <= a {
+                next.push((a, b, o));
+            } else {
+                if a < s {
+                    next.push((a, s, o));
+                }
+                if e < b {
+                    next.push((e, b, o));
+                }
+            }
+        }
+        next.push((s, e, gi));
+        *owned = next;
+    }
+    let holds = |owned: &Vec<(u64, u64, usize)>, gi: usize| -> bool {
+        let grp = &plan.groups[gi];
+        let (s, e) = (grp.offset, grp.offset + grp.size);
+        let mut covered: u64 = 0;
+        for &(a, b, o) in owned {
+            if o == gi && a < e && s < b {
+                covered += b.min(e) - a.max(s);
+            }
+        }
+        covered == e - s
+    };
+    for (gi, grp) in plan.groups.iter().enumerate() {
+        if grp.offset % ALIGN != 0 {
+            return fail(format!(
+                "group of `{}` at offset {} is not {ALIGN}-byte aligned",
+                g.name(grp.tensors[0]),
+                grp.offset
+            ));
+        }
+        if grp.offset + grp.size > plan.arena_bytes {
+            return fail(format!(
+                "group of `{}` ends at {} beyond the arena's {} bytes",
+                g.name(grp.tensors[0]),
+                grp.offset + grp.size,
+                plan.arena_bytes
+            ));
+        }
+        let _ = gi;
+    }
+    if plan.arena_bytes > plan.capacity {
+        return fail(format!(
+            "arena of {} bytes exceeds level {} capacity {}",
+            plan.arena_bytes, plan.level, plan.capacity
+        ));
+    }
+    // Before the step: persistent state, data and flags are in place.
+    for (gi, grp) in plan.groups.iter().enumerate() {
+        if grp
+            .tensors
+            .iter()
+            .any(|t| matches!(p.role(*t), Role::Data | Role::Flag) || p.role(*t).persistent())
+        {
+            claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+        }
+    }
+    let group = |t: &TensorId| plan.group_of[t.idx()];
+    for (i, node) in g.nodes.iter().enumerate() {
+        for t in node.inputs.iter().flatten() {
+            if let Some(gi) = group(t) {
+                if !holds(&owned, gi) {
+                    return fail(format!("node `{}` (position {i}) reads `{}`, whose bytes [{}, {}) were overwritten", node.name, g.name(*t), plan.groups[gi].offset, plan.groups[gi].offset + plan.groups[gi].size));
+                }
+            }
+        }
+        for t in node.outputs.iter().flatten() {
+            if let Some(gi) = group(t) {
+                let grp = &plan.groups[gi];
+                claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+            }
+        }
+        if i + 1 == p.train_end {
+            for t in &p.outputs {
+                if let Some(gi) = group(t) {
+                    if !holds(&owned, gi) {
+                        return fail(format!(
+                            "output `{}` is overwritten before the step ends",
+                            g.name(*t)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for t in p.persistent() {
+        if let Some(gi) = group(&t) {
+            if !holds(&owned, gi) {
+                return fail(format!(
+                    "persistent `{}` is overwritten during the program",
+                    g.name(t)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
