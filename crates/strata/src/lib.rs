@@ -19,6 +19,7 @@ pub mod ops;
 pub mod plan;
 pub mod program;
 pub mod tensor;
+pub mod testing;
 pub mod verify;
 
 pub use error::{Error, Result};

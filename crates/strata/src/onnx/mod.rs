@@ -111,10 +111,12 @@ fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String> {
     use proto::type_proto::Value as TV;
     let tt = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(TV::TensorType(t)) => t,
-        Some(TV::SequenceType(_)) => return Err(format!(
+        Some(TV::SequenceType(_)) => {
+            return Err(format!(
             "`{}` is a sequence; strata needs tensors (lower sequence optimizers per parameter)",
             v.name
-        )),
+        ))
+        }
         None => return Err(format!("`{}` has no tensor type", v.name)),
     };
     let dtype = DType::from_onnx(tt.elem_type)
@@ -303,6 +305,19 @@ pub fn import_into(
         let types = op
             .infer(&infer_in, np.output.len())
             .map_err(|e| nerr(e.0))?;
+        if let Some(values) = fold(g, &*op, &ins, &types, np.output.len()).map_err(nerr)? {
+            for (o, v) in np.output.iter().zip(values) {
+                if o.is_empty() {
+                    continue;
+                }
+                if g.find(o).is_some() {
+                    return Err(nerr(format!("output `{o}` is already defined")));
+                }
+                let id = g.add_tensor(o.clone(), v.ty(), TensorKind::Constant);
+                g.constants.insert(id, v);
+            }
+            continue;
+        }
         let node_id = NodeId(g.nodes.len() as u32);
         let mut outs = Vec::with_capacity(np.output.len());
         for (k, o) in np.output.iter().enumerate() {
@@ -350,4 +365,36 @@ pub fn import(model: &Model, reg: &Registry) -> Result<Graph> {
     g.outputs = import_into(&mut g, model, reg, Inputs::Create)?;
     crate::verify::verify(&g)?;
     Ok(g)
+}
+
+/// Constant folding at import: a node whose inputs are all compile-time
+/// constants (shape arithmetic, `Shape` of a static tensor) becomes constants,
+/// so shape and axes inputs downstream are known. Nodes that update state in
+/// place are never folded.
+fn fold(
+    g: &Graph,
+    op: &dyn crate::ops::Op,
+    ins: &[Option<TensorId>],
+    types: &[TensorType],
+    n_out: usize,
+) -> Result<Option<Vec<Tensor>>, String> {
+    if op
+        .aliases()
+        .iter()
+        .any(|a| a.kind == crate::ops::AliasKind::InPlace)
+        || ins.iter().all(|i| i.is_none())
+    {
+        return Ok(None);
+    }
+    if let Some(shape) =
+        op.static_value(&ins.iter().map(|i| i.map(|t| g.ty(t))).collect::<Vec<_>>())
+    {
+        return Ok(Some(vec![shape]));
+    }
+    if !ins.iter().flatten().all(|t| g.constants.contains_key(t)) {
+        return Ok(None);
+    }
+    let vals: Vec<Option<&Tensor>> = ins.iter().map(|i| i.map(|t| &g.constants[&t])).collect();
+    let out_types: Vec<Option<&TensorType>> = (0..n_out).map(|k| types.get(k)).collect();
+    op.eval(&vals, &out_types).map(Some).map_err(|e| e.0)
 }

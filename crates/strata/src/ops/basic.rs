@@ -42,6 +42,12 @@ pub fn register(r: &mut Registry) {
             kind: ViewKind::Unsqueeze(a.ints("axes")),
         })
     });
+    r.add(&[""], "Shape", |a| {
+        boxed(Shape {
+            start: a.int_or("start", 0),
+            end: a.int("end"),
+        })
+    });
     r.add(&[""], "ReduceSum", |a| parse_reduce(a, ReduceKind::Sum));
     r.add(&[""], "ReduceMean", |a| parse_reduce(a, ReduceKind::Mean));
 }
@@ -630,4 +636,54 @@ pub fn emit_reduce(
         ],
     );
     Ok(())
+}
+
+// ---------------------------------------------------------------- Shape
+
+/// `Shape`: the (sliced) shape of its input as int64. Shapes are static, so
+/// the importer folds every Shape node into a constant.
+#[derive(Debug)]
+pub struct Shape {
+    pub start: i64,
+    pub end: Option<i64>,
+}
+
+impl Shape {
+    fn dims(&self, shape: &[usize]) -> Vec<i64> {
+        let r = shape.len() as i64;
+        let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) } as usize;
+        let (s, e) = (clamp(self.start), clamp(self.end.unwrap_or(r)));
+        shape
+            .get(s..e.max(s))
+            .unwrap_or(&[])
+            .iter()
+            .map(|&d| d as i64)
+            .collect()
+    }
+}
+
+impl Op for Shape {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![TensorType::new(
+            DType::I64,
+            vec![self.dims(&req(inputs, 0)?.ty.shape).len()],
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let d = self.dims(&arg(inputs, 0)?.shape);
+        Ok(vec![Tensor::i64(vec![d.len()], d)])
+    }
+    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
+        Err(op_err!(
+            "internal: Shape is folded at import and never emitted"
+        ))
+    }
+    fn static_value(&self, inputs: &[Option<&TensorType>]) -> Option<Tensor> {
+        let d = self.dims(&inputs.first().copied().flatten()?.shape);
+        Some(Tensor::i64(vec![d.len()], d))
+    }
 }

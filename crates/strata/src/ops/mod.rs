@@ -91,6 +91,10 @@ pub trait Op: fmt::Debug + Send + Sync {
     ) -> Result<Vec<Tensor>, OpError>;
     /// Emit the C for this node.
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError>;
+    /// The output's value when it follows from the input types alone (`Shape`).
+    fn static_value(&self, _inputs: &[Option<&TensorType>]) -> Option<Tensor> {
+        None
+    }
     /// Outputs that share an input's storage.
     fn aliases(&self) -> Vec<Alias> {
         Vec::new()

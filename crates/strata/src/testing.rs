@@ -1,0 +1,178 @@
+//! Building blocks for tests: single-node graphs built in memory and a
+//! runner that executes a graph through both engines (reference interpreter
+//! and compiled C), so each op family can compare its C kernel against its
+//! reference kernel on random problems.
+
+use std::collections::BTreeMap;
+
+use crate::error::Result;
+use crate::fixture::{self, Fixture, Kind, Tolerance};
+use crate::ir::{Graph, Node, TensorId, TensorKind};
+use crate::onnx::proto::{attribute_proto::AttributeType, AttributeProto};
+use crate::ops::{Attrs, OpInput, Registry};
+use crate::program::Program;
+use crate::tensor::{Tensor, TensorType};
+
+pub fn attr_i(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        i: v,
+        r#type: AttributeType::Int as i32,
+        ..Default::default()
+    }
+}
+pub fn attr_f(name: &str, v: f32) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        f: v,
+        r#type: AttributeType::Float as i32,
+        ..Default::default()
+    }
+}
+pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        ints: v.to_vec(),
+        r#type: AttributeType::Ints as i32,
+        ..Default::default()
+    }
+}
+pub fn attr_s(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        s: v.as_bytes().to_vec(),
+        r#type: AttributeType::String as i32,
+        ..Default::default()
+    }
+}
+
+/// An input of a test graph: a runtime input of the given type, or a constant.
+pub enum In {
+    Data(TensorType),
+    Const(Tensor),
+    Absent,
+}
+
+/// A graph of one node `domain::op_type` with the given inputs and `n_outputs`
+/// outputs (`None` in `outputs` leaves that output position unrequested).
+pub fn single_node(
+    domain: &str,
+    op_type: &str,
+    attrs: &[AttributeProto],
+    inputs: Vec<In>,
+    outputs: &[bool],
+) -> Result<Graph, String> {
+    let reg = Registry::standard();
+    let parse = reg
+        .get(domain, op_type)
+        .ok_or_else(|| format!("no op {domain}::{op_type}"))?;
+    let op = parse(&Attrs { list: attrs }).map_err(|e| e.0)?;
+    let mut g = Graph::default();
+    let mut ins = Vec::new();
+    for (i, inp) in inputs.into_iter().enumerate() {
+        ins.push(match inp {
+            In::Data(ty) => {
+                let id = g.add_tensor(format!("in{i}"), ty, TensorKind::Input);
+                g.inputs.push(id);
+                Some(id)
+            }
+            In::Const(v) => {
+                let id = g.add_tensor(format!("c{i}"), v.ty(), TensorKind::Constant);
+                g.constants.insert(id, v);
+                Some(id)
+            }
+            In::Absent => None,
+        });
+    }
+    let infer_in: Vec<_> = ins
+        .iter()
+        .map(|o| {
+            o.map(|t: TensorId| OpInput {
+                ty: g.ty(t),
+                value: g.constants.get(&t),
+            })
+        })
+        .collect();
+    let types = op.infer(&infer_in, outputs.len()).map_err(|e| e.0)?;
+    let node_id = crate::ir::NodeId(0);
+    let mut outs = Vec::new();
+    for (k, &want) in outputs.iter().enumerate() {
+        if !want {
+            outs.push(None);
+            continue;
+        }
+        let id = g.add_tensor(format!("out{k}"), types[k].clone(), TensorKind::Value);
+        g.tensors[id.idx()].producer = Some(node_id);
+        g.outputs.push(id);
+        outs.push(Some(id));
+    }
+    g.nodes.push(Node {
+        name: format!("{op_type}_0"),
+        domain: domain.into(),
+        op_type: op_type.into(),
+        op,
+        inputs: ins,
+        outputs: outs,
+    });
+    crate::verify::verify(&g).map_err(|e| e.to_string())?;
+    Ok(g)
+}
+
+/// Run a graph once through the interpreter and through compiled C with
+/// `inputs` (one per graph input, in order). Returns the outputs of both.
+pub fn run_both(graph: Graph, inputs: Vec<Tensor>) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+    let program = Program::single(graph)?;
+    let g = &program.graph;
+    let ref_tensors = g
+        .outputs
+        .iter()
+        .map(|&t| (g.name(t).to_string(), t, Tensor::zeros(g.ty(t))))
+        .collect();
+    let f = Fixture {
+        dir: "test".into(),
+        kind: Kind::Kernel,
+        program,
+        n_batches: 1,
+        n_accum: 1,
+        initial: BTreeMap::new(),
+        batches: vec![inputs],
+        ref_losses: None,
+        ref_tensors,
+        tolerance: Tolerance::KERNEL,
+    };
+    let interp = fixture::run_interp(&f)?;
+    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let dir = std::env::temp_dir().join(format!("strata-test-{}-{}", std::process::id(), unique()));
+    let (c, _, _) = crate::codegen::harness::run(&f, &plan, &dir)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((interp.tensors, c.tensors))
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A small deterministic generator (xorshift) for test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [-1, 1).
+    pub fn uniform(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn tensor(&mut self, shape: &[usize]) -> Tensor {
+        let n = shape.iter().product();
+        Tensor::f32(shape.to_vec(), (0..n).map(|_| self.uniform()).collect())
+    }
+}
