@@ -176,3 +176,101 @@ impl Rng {
         Tensor::f32(shape.to_vec(), (0..n).map(|_| self.uniform()).collect())
     }
 }
+
+/// Builders for ONNX models in memory, for tests that need files.
+pub mod onnx_build {
+    use crate::onnx::proto::{
+        tensor_shape_proto::{dimension::Value as Dim, Dimension},
+        type_proto::{Tensor as TT, Value as TV},
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        TensorShapeProto, TypeProto, ValueInfoProto,
+    };
+    use prost::Message;
+
+    /// A value info of element type `elem` (ONNX code: 1 float, 7 int64, 9 bool) and shape.
+    pub fn value(name: &str, elem: i32, shape: &[i64]) -> ValueInfoProto {
+        let dim = shape
+            .iter()
+            .map(|&d| Dimension {
+                value: Some(Dim::DimValue(d)),
+                denotation: String::new(),
+            })
+            .collect();
+        ValueInfoProto {
+            name: name.into(),
+            r#type: Some(TypeProto {
+                value: Some(TV::TensorType(TT {
+                    elem_type: elem,
+                    shape: Some(TensorShapeProto { dim }),
+                })),
+                denotation: String::new(),
+            }),
+            doc_string: String::new(),
+        }
+    }
+    pub fn node(
+        op: &str,
+        domain: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attrs: Vec<AttributeProto>,
+    ) -> NodeProto {
+        NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            name: format!("{op}_{}", outputs.first().unwrap_or(&"")),
+            op_type: op.into(),
+            domain: domain.into(),
+            attribute: attrs,
+            doc_string: String::new(),
+        }
+    }
+    pub fn f32_init(name: &str, shape: &[i64], v: &[f32]) -> TensorProto {
+        TensorProto {
+            name: name.into(),
+            dims: shape.to_vec(),
+            data_type: 1,
+            float_data: v.to_vec(),
+            ..Default::default()
+        }
+    }
+    pub fn i64_init(name: &str, shape: &[i64], v: &[i64]) -> TensorProto {
+        TensorProto {
+            name: name.into(),
+            dims: shape.to_vec(),
+            data_type: 7,
+            int64_data: v.to_vec(),
+            ..Default::default()
+        }
+    }
+    pub fn model(
+        nodes: Vec<NodeProto>,
+        inputs: Vec<ValueInfoProto>,
+        outputs: Vec<ValueInfoProto>,
+        inits: Vec<TensorProto>,
+    ) -> Vec<u8> {
+        let m = ModelProto {
+            ir_version: 8,
+            opset_import: vec![
+                OperatorSetIdProto {
+                    domain: String::new(),
+                    version: 17,
+                },
+                OperatorSetIdProto {
+                    domain: "com.microsoft".into(),
+                    version: 1,
+                },
+            ],
+            graph: Some(GraphProto {
+                node: nodes,
+                name: "test".into(),
+                initializer: inits,
+                input: inputs,
+                output: outputs,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        m.encode_to_vec()
+    }
+}

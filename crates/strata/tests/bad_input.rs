@@ -1,0 +1,270 @@
+//! Bad input gets a clear error naming what is wrong, a non-zero exit from
+//! the CLI, no panic, and no partial output left looking complete.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use strata::testing::attr_i;
+use strata::testing::onnx_build::{f32_init, model, node, value};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("strata-bad-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run the CLI; return (exit code, stderr). Asserts it did not panic.
+fn strata(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "strata panicked: {err}");
+    (out.status.code().expect("exited normally"), err)
+}
+
+/// Compile `onnx` bytes and expect a failure whose message contains every `needle`.
+fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
+    let d = tmp(name);
+    let f = d.join("model.onnx");
+    std::fs::write(&f, onnx).unwrap();
+    let out = d.join("out");
+    let (code, err) = strata(&[
+        "compile",
+        f.to_str().unwrap(),
+        "--target",
+        "host",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "{name}: expected failure");
+    for n in needles {
+        assert!(
+            err.contains(n),
+            "{name}: error {err:?} does not mention {n:?}"
+        );
+    }
+    assert!(
+        !out.exists(),
+        "{name}: a failed compile left {}",
+        out.display()
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn example_onnx() -> Vec<u8> {
+    std::fs::read(workspace().join("examples/mlp/mlp_train/network.onnx")).unwrap()
+}
+
+#[test]
+fn truncated_onnx() {
+    let bytes = example_onnx();
+    compile_fails(
+        "truncated",
+        &bytes[..bytes.len() / 2],
+        &["model.onnx", "not a valid ONNX model"],
+    );
+}
+
+#[test]
+fn not_onnx_at_all() {
+    compile_fails(
+        "text",
+        b"this is a README, not a model\n",
+        &["not a valid ONNX model"],
+    );
+    compile_fails("empty", b"", &["not a valid ONNX model"]);
+}
+
+#[test]
+fn unknown_op_names_node() {
+    let m = model(
+        vec![node("FancyOp", "", &["x"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails(
+        "unknown",
+        &m,
+        &["FancyOp_y", "unknown op `FancyOp`", "ai.onnx"],
+    );
+}
+
+#[test]
+fn missing_graph_input() {
+    let m = model(
+        vec![node("Relu", "", &["ghost"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails("missing", &m, &["Relu_y", "`ghost`"]);
+}
+
+#[test]
+fn mismatched_shapes_name_node_and_shapes() {
+    let m = model(
+        vec![node(
+            "Gemm",
+            "",
+            &["x", "w"],
+            &["y"],
+            vec![attr_i("transB", 1)],
+        )],
+        vec![value("x", 1, &[2, 3])],
+        vec![value("y", 1, &[2, 4])],
+        vec![f32_init("w", &[4, 5], &[0.0; 20])],
+    );
+    compile_fails(
+        "shapes",
+        &m,
+        &["Gemm_y", "inner dimensions", "[2, 3]", "[4, 5]"],
+    );
+}
+
+#[test]
+fn unsupported_attribute_is_an_error() {
+    let m = model(
+        vec![node(
+            "Reshape",
+            "",
+            &["x", "s"],
+            &["y"],
+            vec![attr_i("allowzero", 1)],
+        )],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[4])],
+        vec![],
+    );
+    compile_fails("attr", &m, &["Reshape_y", "allowzero"]);
+}
+
+#[test]
+fn symbolic_dimension_is_an_error() {
+    use strata::onnx::proto::tensor_shape_proto::dimension::Value;
+    let mut x = value("x", 1, &[2, 2]);
+    if let Some(strata::onnx::proto::type_proto::Value::TensorType(t)) =
+        x.r#type.as_mut().unwrap().value.as_mut()
+    {
+        t.shape.as_mut().unwrap().dim[0].value = Some(Value::DimParam("batch".into()));
+    }
+    let m = model(
+        vec![node("Relu", "", &["x"], &["y"], vec![])],
+        vec![x],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails("symbolic", &m, &["`batch`", "static shapes"]);
+}
+
+/// Copy the example training program to a scratch directory.
+fn example_copy(name: &str) -> PathBuf {
+    let d = tmp(name);
+    for sub in ["mlp_train", "mlp_optimizer"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+        for e in std::fs::read_dir(workspace().join("examples/mlp").join(sub)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), d.join(sub).join(e.file_name())).unwrap();
+        }
+    }
+    d
+}
+
+#[test]
+fn inputs_npz_that_does_not_match_the_graph() {
+    let d = example_copy("npz");
+    let path = d.join("mlp_train/inputs.npz");
+    let mut arrays = npz::read_npz_file(&path).unwrap();
+    // Wrong shape for the first weight.
+    arrays.insert(
+        "arr_0002".into(),
+        npz::Array::F32 {
+            shape: vec![3, 3],
+            data: vec![0.0; 9],
+        },
+    );
+    std::fs::write(&path, npz::write_npz(&arrays).unwrap()).unwrap();
+    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "interp"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("inputs.npz")
+            && err.contains("arr_0002")
+            && err.contains("fc1_weight")
+            && err.contains("[3, 3]"),
+        "{err}"
+    );
+    // A missing array.
+    arrays.remove("arr_0002");
+    std::fs::write(&path, npz::write_npz(&arrays).unwrap()).unwrap();
+    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "interp"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("inputs.npz") && err.contains("arrays"),
+        "{err}"
+    );
+    // Not an npz at all.
+    std::fs::write(&path, b"garbage").unwrap();
+    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "c"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("inputs.npz"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn program_larger_than_l2_names_level_and_missing_bytes() {
+    let d = tmp("l2");
+    let out = d.join("out");
+    let ex = workspace().join("examples/mlp");
+    let (code, err) = strata(&[
+        "compile",
+        ex.to_str().unwrap(),
+        "--target",
+        "host",
+        "--l2",
+        "4096",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("memory level L2") && err.contains("4096") && err.contains("bytes short"),
+        "{err}"
+    );
+    // The figure is exact: the lower bound minus the capacity.
+    let reg = strata::ops::Registry::standard();
+    let (p, _) = strata::driver::load_program(&ex, None, &reg).unwrap();
+    let lb = strata::driver::plan_program(&p, u64::MAX / 4)
+        .unwrap()
+        .lower_bound;
+    assert!(
+        err.contains(&format!("{} bytes short", lb - 4096)),
+        "{err} (lower bound {lb})"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn missing_fixture_dir_and_unknown_target() {
+    let (code, err) = strata(&["check", "/nonexistent/dir"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("/nonexistent/dir"), "{err}");
+    let ex = workspace().join("examples/mlp");
+    let (code, err) = strata(&[
+        "compile",
+        ex.to_str().unwrap(),
+        "--target",
+        "gpu",
+        "-o",
+        "/tmp/strata-never",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown target `gpu`"), "{err}");
+}
