@@ -182,10 +182,14 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let minimize = opts.minimize || p.capacity.is_none();
     let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
 
-    let need_search = if minimize { peak > lb } else { !fits(peak) };
+    let need_search = if minimize {
+        peak > lb
+    } else {
+        !fits(peak) && lb <= p.capacity.unwrap()
+    };
     if need_search {
         let goal = if minimize { lb } else { p.capacity.unwrap() };
-        let r = search::improve(p, &offsets, peak, goal, deadline, lb);
+        let r = search::improve(p, &offsets, peak, goal, deadline, lb, minimize);
         if r.peak < peak {
             offsets = r.offsets;
             peak = r.peak;
