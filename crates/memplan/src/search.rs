@@ -15,11 +15,17 @@
 //! * sections: the time axis is cut at every start/end into sections; in a
 //!   section `s` all unplaced buffers live there lie at or above
 //!   `m(s) = min f(b)` over them and are pairwise disjoint, so
-//!   `m(s) + remaining size in s (+ fixed bytes above m(s)) <= cap` must hold;
+//!   `m(s) + remaining size in s (+ fixed bytes above m(s)) <= cap` must hold
+//!   (a per-level version, for every `z` the buffers with `f >= z` fit in
+//!   `[z, cap)`, was tried: it pruned almost nothing more on A..K at half the
+//!   node rate);
 //! * dominance: choosing `b` next (at `f(b)`) is useless if some other
 //!   unplaced `c` has `f(c) + size(c) <= f(b)`: in every completion `c` would
 //!   lie at or above `f(b)` and could drop to `f(c)`, so the completion is not
 //!   canonical and the canonical version is reached through `c`;
+//! * ties: buffers placed at the same offset are placed in a fixed key
+//!   order (the sorted order of a canonical placement, ties broken by key,
+//!   is one sequence, so other interleavings are redundant);
 //! * symmetry: identical buffers (same lifetime, size, alignment) are placed
 //!   in index order;
 //! * decomposition: buffers are split into groups whose lifetimes never
@@ -70,6 +76,11 @@ struct Dfs {
     goal: u64,
     best: Option<(u64, Vec<u64>)>,
     nodes: u64,
+    /// Node budget of the current run (restarts); `u64::MAX` for none.
+    node_limit: u64,
+    aborted: bool,
+    /// Heuristic (incomplete) runs branch only on buffers at the lowest f.
+    restrict: bool,
     deadline: Instant,
     timed_out: bool,
     stop: bool,
@@ -170,24 +181,43 @@ impl Dfs {
             goal: 0,
             best: None,
             nodes: 0,
+            node_limit: u64::MAX,
+            aborted: false,
+            restrict: false,
             deadline,
             timed_out: false,
             stop: false,
         }
     }
 
-    /// Tie-break among equal `f`: longer-lived first, then larger.
+    /// Tie-break among equal `f`. Variants 0..3: longer-lived first, larger
+    /// first, larger area first; above that, one of those with a
+    /// deterministic random perturbation of the ranks (for restarts).
     fn set_key_order(&mut self, variant: u32) {
         let n = self.size.len();
         let mut ids: Vec<usize> = (0..n).collect();
         let len = |i: usize| (self.span[i].1 - self.span[i].0) as u64;
-        match variant {
+        match variant % 3 {
             0 => ids.sort_by_key(|&i| (std::cmp::Reverse((len(i), self.size[i])), i)),
             1 => ids.sort_by_key(|&i| (std::cmp::Reverse((self.size[i], len(i))), i)),
             _ => {
                 ids.sort_by_key(|&i| (std::cmp::Reverse(self.size[i] as u128 * len(i) as u128), i))
             }
         }
+        let mut rank = vec![0u64; n];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(variant as u64 + 1) | 1;
+        let spread = if variant < 3 {
+            0
+        } else {
+            (n as u64 / 6).max(2)
+        };
+        for (r, &i) in ids.iter().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            rank[i] = r as u64 * 4 + if spread > 0 { (x % spread) * 4 } else { 0 };
+        }
+        ids.sort_by_key(|&i| (rank[i], i));
         for (r, &i) in ids.iter().enumerate() {
             self.key[i] = r as u32;
         }
@@ -245,10 +275,14 @@ impl Dfs {
         }
     }
 
-    fn dfs(&mut self, w: u64, peak: u64) {
+    fn dfs(&mut self, w: u64, prev_key: u32, peak: u64) {
         self.nodes += 1;
         if self.nodes & 255 == 0 && Instant::now() >= self.deadline {
             self.timed_out = true;
+            self.stop = true;
+        }
+        if self.nodes >= self.node_limit {
+            self.aborted = true;
             self.stop = true;
         }
         if self.stop {
@@ -314,9 +348,13 @@ impl Dfs {
             }
             let bi = b as usize;
             let dom = if b == m1i { m2 } else { m1 };
-            if v >= dom {
+            if v >= dom || (self.restrict && v > cands[0].0) {
                 // Sorted by v: every later candidate is dominated as well.
                 break;
+            }
+            // Equal offsets are placed in key order (prev_key == MAX: none).
+            if v == w && prev_key != u32::MAX && self.key[bi] < prev_key {
+                continue;
             }
             let ps = self.prev_same[bi];
             if ps != u32::MAX && !self.placed[ps as usize] {
@@ -341,7 +379,7 @@ impl Dfs {
             for s in lo..hi {
                 self.rem[s as usize] -= self.size[bi];
             }
-            self.dfs(v, peak.max(top));
+            self.dfs(v, self.key[bi], peak.max(top));
             for s in lo..hi {
                 self.rem[s as usize] += self.size[bi];
             }
@@ -352,6 +390,21 @@ impl Dfs {
             self.restore(b);
             self.placed[bi] = false;
         }
+    }
+}
+
+const RESTART_BASE: u64 = 2000;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (1-based).
+fn luby(i: u64) -> u64 {
+    let mut k = 1;
+    while (1u64 << k) - 1 < i {
+        k += 1;
+    }
+    if (1u64 << k) - 1 == i {
+        1 << (k - 1)
+    } else {
+        luby(i - (1u64 << (k - 1)) + 1)
     }
 }
 
@@ -399,12 +452,44 @@ pub(crate) fn improve(
             continue;
         }
         let mut d = Dfs::new(p, members, deadline);
-        d.set_key_order(0);
         // Minimising tightens from the incumbent; otherwise aim at the goal.
         d.cap = if minimize { cur - 1 } else { floor };
         d.goal = floor;
-        d.dfs(0, 0);
-        let exhausted = !d.timed_out && !(d.stop && d.best.is_some());
+        // Restarts: runs with growing node budgets (Luby sequence) and
+        // varied tie-breaks; the cap found so far carries over, and the
+        // budget grows without bound, so a run eventually completes and
+        // proves its cap infeasible unless time runs out first.
+        let mut run = 0u32;
+        loop {
+            d.set_key_order(run / 2);
+            d.node_limit = d
+                .nodes
+                .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
+            d.aborted = false;
+            // Odd runs are heuristic: only the lowest buffers are branched on.
+            d.restrict = run % 2 == 1;
+            d.stop = false;
+            d.dfs(0, u32::MAX, 0);
+            let complete = !d.aborted && !d.restrict;
+            if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+                break;
+            }
+            run += 1;
+        }
+        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+            eprintln!(
+                "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
+                d.size.len(),
+                d.nodes,
+                run + 1,
+                d.timed_out,
+                d.best.as_ref().map(|b| b.0)
+            );
+        }
+        let exhausted = !d.timed_out
+            && !d.aborted
+            && !d.restrict
+            && !d.best.as_ref().is_some_and(|b| b.0 <= d.goal);
         let newpeak = match &d.best {
             Some((pk, loc)) => {
                 for (k, &g) in d.gid.iter().enumerate() {
