@@ -12,7 +12,7 @@
 use crate::{align_up, Problem};
 
 /// Above this many time-overlapping pairs the graph is not built.
-pub const EDGE_LIMIT: usize = 30_000_000;
+pub const EDGE_LIMIT: usize = 8_000_000;
 
 /// Time-overlap adjacency (compressed rows) among buffers with size > 0.
 pub(crate) struct Graph {
@@ -187,37 +187,64 @@ pub(crate) fn place(p: &Problem, g: &Graph, order: &[usize], best_fit: bool) -> 
 }
 
 /// Start-time sweep with first fit among live buffers; needs no graph.
+/// Live buffers are kept sorted by offset (offsets of live buffers are
+/// distinct) and expire through a min-heap of end times.
 fn sweep_place(p: &Problem) -> Vec<u64> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let bs = &p.buffers;
     let mut off = vec![0u64; bs.len()];
     let mut order: Vec<usize> = (0..bs.len()).collect();
-    order.sort_by_key(|&i| (bs[i].lower, bs[i].offset.is_none(), i));
-    let mut live: Vec<usize> = Vec::new();
-    // Fixed buffers that start later still constrain earlier ones: gather them.
+    order.sort_by_key(|&i| (bs[i].lower, bs[i].offset.is_none(), Reverse(bs[i].size), i));
+    // Fixed buffers that start later still constrain earlier ones.
     let fixed: Vec<usize> = (0..bs.len())
         .filter(|&i| bs[i].offset.is_some() && bs[i].size > 0)
         .collect();
+    let mut live: Vec<(u64, u64)> = Vec::new(); // (offset, top), sorted
+    let mut ends: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new(); // (upper, offset)
     let mut occ: Vec<(u64, u64)> = Vec::new();
     for &i in &order {
         let b = &bs[i];
-        live.retain(|&j| bs[j].upper > b.lower);
-        if let Some(o) = b.offset {
-            off[i] = o;
-        } else if b.size > 0 {
-            occ.clear();
-            occ.extend(live.iter().map(|&j| (off[j], off[j] + bs[j].size)));
-            for &k in &fixed {
-                let f = &bs[k];
-                if f.lower < b.upper && b.lower < f.upper {
-                    occ.push((f.offset.unwrap(), f.offset.unwrap() + f.size));
+        while let Some(&Reverse((u, o))) = ends.peek() {
+            if u > b.lower {
+                break;
+            }
+            ends.pop();
+            if let Ok(k) = live.binary_search_by_key(&o, |e| e.0) {
+                live.remove(k);
+            }
+        }
+        if b.size == 0 {
+            off[i] = b.offset.unwrap_or(0);
+            continue;
+        }
+        let o = match b.offset {
+            Some(o) => o,
+            None => {
+                let mut later = fixed.iter().filter(|&&k| {
+                    let f = &bs[k];
+                    f.lower > b.lower && f.lower < b.upper
+                });
+                if later.next().is_none() {
+                    find_gap(&live, b.size, b.alignment, false)
+                } else {
+                    occ.clear();
+                    occ.extend_from_slice(&live);
+                    for &k in &fixed {
+                        let f = &bs[k];
+                        if f.lower > b.lower && f.lower < b.upper {
+                            occ.push((f.offset.unwrap(), f.offset.unwrap() + f.size));
+                        }
+                    }
+                    occ.sort_unstable();
+                    find_gap(&occ, b.size, b.alignment, false)
                 }
             }
-            occ.sort_unstable();
-            off[i] = find_gap(&occ, b.size, b.alignment, false);
-        }
-        if b.size > 0 {
-            live.push(i);
-        }
+        };
+        off[i] = o;
+        let k = live.partition_point(|e| e.0 < o);
+        live.insert(k, (o, o + b.size));
+        ends.push(Reverse((b.upper, o)));
     }
     off
 }
