@@ -20,24 +20,6 @@ impl Summary {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn json() {
-        let s = super::Summary {
-            buffers: 3,
-            lower_bound: 10,
-            peak: 12,
-            optimal: false,
-            seconds: 0.5,
-        };
-        assert_eq!(
-            s.to_json(),
-            r#"{"buffers":3,"lower_bound":10,"peak":12,"optimal":false,"seconds":0.500000}"#
-        );
-    }
-}
-
 /// Directory of the shared benchmark data: `$STRATA_SHARED` if set, else
 /// `<workspace root>/../shared`; `None` when it does not exist.
 pub fn shared_dir() -> Option<std::path::PathBuf> {
@@ -124,5 +106,23 @@ pub fn training_like(n: usize, seed: u64) -> crate::Problem {
     crate::Problem {
         buffers: bs,
         capacity: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json() {
+        let s = super::Summary {
+            buffers: 3,
+            lower_bound: 10,
+            peak: 12,
+            optimal: false,
+            seconds: 0.5,
+        };
+        assert_eq!(
+            s.to_json(),
+            r#"{"buffers":3,"lower_bound":10,"peak":12,"optimal":false,"seconds":0.500000}"#
+        );
     }
 }

@@ -189,7 +189,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     };
     if need_search {
         let goal = if minimize { lb } else { p.capacity.unwrap() };
-        let r = search::improve(p, &offsets, peak, goal, deadline, lb, minimize);
+        let r = search::improve(p, &offsets, peak, goal, deadline, lb, minimize, p.capacity);
         if r.peak < peak {
             offsets = r.offsets;
             peak = r.peak;

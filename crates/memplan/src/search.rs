@@ -427,6 +427,7 @@ fn components(p: &Problem) -> Vec<Vec<usize>> {
 
 /// Improve `incumbent` (peak `peak`): stop once the peak is <= `goal`, or the
 /// space is exhausted, or at `deadline`. `lb` is a proven lower bound.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn improve(
     p: &Problem,
     incumbent: &[u64],
@@ -435,6 +436,7 @@ pub(crate) fn improve(
     deadline: Instant,
     lb: u64,
     minimize: bool,
+    capacity: Option<u64>,
 ) -> Outcome {
     let bs = &p.buffers;
     let mut offsets = incumbent.to_vec();
@@ -453,7 +455,12 @@ pub(crate) fn improve(
         }
         let mut d = Dfs::new(p, members, deadline);
         // Minimising tightens from the incumbent; otherwise aim at the goal.
-        d.cap = if minimize { cur - 1 } else { floor };
+        // With a capacity, anything above it is useless: aim there first.
+        d.cap = if minimize {
+            capacity.map_or(cur - 1, |c| c.max(floor).min(cur - 1))
+        } else {
+            floor
+        };
         d.goal = floor;
         // Restarts: runs with growing node budgets (Luby sequence) and
         // varied tie-breaks; the cap found so far carries over, and the
@@ -489,7 +496,7 @@ pub(crate) fn improve(
         let exhausted = !d.timed_out
             && !d.aborted
             && !d.restrict
-            && !d.best.as_ref().is_some_and(|b| b.0 <= d.goal);
+            && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
         let newpeak = match &d.best {
             Some((pk, loc)) => {
                 for (k, &g) in d.gid.iter().enumerate() {
