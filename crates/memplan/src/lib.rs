@@ -1,25 +1,78 @@
-//! Interim first-fit planner with the crate's public API; replaced by the
-//! full planner (lower bounds, portfolio, exact search) on its branch.
-use std::time::Duration;
+//! `memplan` owns static memory planning for strata: given buffers that are
+//! each live over a half-open time interval `[lower, upper)` and need `size`
+//! bytes, it assigns every buffer a byte offset so that no two buffers that are
+//! live at the same time share a byte, while keeping the peak (highest byte
+//! used) small or within a capacity. This is the dynamic storage allocation
+//! (DSA) problem. The crate provides proven lower bounds, a fast greedy
+//! portfolio that scales to 100,000+ buffers, an anytime exact branch-and-bound
+//! search over canonical placements, an independent solution checker, and
+//! reading/writing of the MiniMalloc CSV format. It depends on no other strata
+//! crate.
+//!
+//! Determinism: for the same input and options the result is the same, except
+//! that the time limit may cut the exact search short at a different point on
+//! a slower or busier machine (the greedy phase is never cut).
 
-#[derive(Clone, Debug)]
+pub mod bound;
+pub mod check;
+pub mod cli;
+pub mod csv;
+pub mod greedy;
+mod search;
+
+pub use bound::lower_bound;
+pub use check::{check, CheckError};
+
+use std::time::{Duration, Instant};
+
+/// One buffer to place.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Buffer {
+    /// Identifier from the CSV, or any label.
     pub id: String,
+    /// First time step at which the buffer is live.
     pub lower: u64,
+    /// First time step at which the buffer is no longer live (exclusive).
     pub upper: u64,
+    /// Size in bytes (zero allowed).
     pub size: u64,
+    /// Required offset alignment in bytes (>= 1; 1 means none).
     pub alignment: u64,
+    /// Offset the buffer must be placed at, if fixed.
     pub offset: Option<u64>,
 }
-#[derive(Clone, Debug)]
+
+impl Buffer {
+    /// A buffer with no alignment requirement and no fixed offset.
+    pub fn new(id: impl Into<String>, lower: u64, upper: u64, size: u64) -> Self {
+        Buffer {
+            id: id.into(),
+            lower,
+            upper,
+            size,
+            alignment: 1,
+            offset: None,
+        }
+    }
+}
+
+/// A planning problem: the buffers and an optional memory capacity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Problem {
     pub buffers: Vec<Buffer>,
     pub capacity: Option<u64>,
 }
+
+/// Solver options.
+#[derive(Clone, Debug)]
 pub struct Options {
+    /// Wall-clock budget for the exact search (the greedy phase always runs).
     pub time_limit: Duration,
+    /// Minimise the peak. Without it and with a capacity, any fitting
+    /// placement is returned as soon as one is found.
     pub minimize: bool,
 }
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -28,91 +81,224 @@ impl Default for Options {
         }
     }
 }
-#[derive(Clone, Debug)]
+
+/// A placement.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Solution {
+    /// One offset per buffer, in the problem's buffer order.
     pub offsets: Vec<u64>,
+    /// Highest byte used plus one (max of offset + size; 0 if no buffers).
     pub peak: u64,
+    /// Best proven lower bound on the peak of any valid placement.
     pub lower_bound: u64,
+    /// The peak is proven minimal (equals a lower bound, or the search
+    /// space was exhausted).
     pub optimal: bool,
 }
-#[derive(Debug)]
+
+/// Solver errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
+    #[error(
+        "does not fit: best peak found {best_peak} exceeds capacity {capacity} by {} bytes (proven lower bound {lower_bound})",
+        best_peak.saturating_sub(*capacity)
+    )]
     DoesNotFit {
         capacity: u64,
         best_peak: u64,
         lower_bound: u64,
     },
+    #[error("invalid buffer {id}: {reason}")]
+    InvalidBuffer { id: String, reason: String },
+    #[error("fixed buffers {a} and {b} overlap in time and space")]
+    FixedOverlap { a: String, b: String },
 }
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self:?}")
+
+pub(crate) fn align_up(v: u64, a: u64) -> u64 {
+    if a <= 1 {
+        v
+    } else {
+        v.div_ceil(a).saturating_mul(a)
     }
 }
-#[derive(Debug)]
-pub struct CheckError(pub String);
-pub fn lower_bound(p: &Problem) -> u64 {
-    let mut ev: Vec<(u64, i64)> = Vec::new();
+
+fn validate(p: &Problem) -> Result<(), Error> {
     for b in &p.buffers {
-        ev.push((b.lower, b.size as i64));
-        ev.push((b.upper, -(b.size as i64)));
+        let bad = |reason: &str| {
+            Err(Error::InvalidBuffer {
+                id: b.id.clone(),
+                reason: reason.to_string(),
+            })
+        };
+        if b.upper <= b.lower {
+            return bad("upper must be greater than lower");
+        }
+        if b.alignment == 0 {
+            return bad("alignment must be at least 1");
+        }
+        if let Some(o) = b.offset {
+            if o % b.alignment != 0 {
+                return bad("fixed offset is not a multiple of the alignment");
+            }
+            if o.checked_add(b.size).is_none() {
+                return bad("fixed offset + size overflows u64");
+            }
+        }
     }
-    ev.sort_by_key(|e| (e.0, e.1));
-    let (mut cur, mut best) = (0i64, 0i64);
-    for (_, d) in ev {
-        cur += d;
-        best = best.max(cur);
+    // Fixed buffers must not collide with one another.
+    let fixed: Vec<usize> = (0..p.buffers.len())
+        .filter(|&i| p.buffers[i].offset.is_some() && p.buffers[i].size > 0)
+        .collect();
+    let mut by_start = fixed.clone();
+    by_start.sort_by_key(|&i| p.buffers[i].lower);
+    let mut active: Vec<usize> = Vec::new();
+    for &i in &by_start {
+        let bi = &p.buffers[i];
+        active.retain(|&j| p.buffers[j].upper > bi.lower);
+        for &j in &active {
+            let bj = &p.buffers[j];
+            let (oi, oj) = (bi.offset.unwrap(), bj.offset.unwrap());
+            if oi < oj + bj.size && oj < oi + bi.size {
+                return Err(Error::FixedOverlap {
+                    a: bj.id.clone(),
+                    b: bi.id.clone(),
+                });
+            }
+        }
+        active.push(i);
     }
-    best as u64
+    Ok(())
 }
-pub fn solve(p: &Problem, _opts: &Options) -> Result<Solution, Error> {
-    let mut order: Vec<usize> = (0..p.buffers.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(p.buffers[i].size), i));
-    let mut offsets = vec![0u64; p.buffers.len()];
-    let mut placed: Vec<usize> = Vec::new();
-    for &i in &order {
-        let b = &p.buffers[i];
-        let mut busy: Vec<(u64, u64)> = placed
-            .iter()
-            .map(|&j| &p.buffers[j])
-            .zip(placed.iter())
-            .filter(|(o, _)| o.lower < b.upper && b.lower < o.upper)
-            .map(|(o, &j)| (offsets[j], offsets[j] + o.size))
-            .collect();
-        busy.sort();
-        let al = b.alignment.max(1);
-        let mut off = 0u64;
-        for (s, e) in busy {
-            if off + b.size <= s {
-                break;
-            }
-            if e > off {
-                off = e.div_ceil(al) * al;
-            }
-        }
-        offsets[i] = off;
-        placed.push(i);
-    }
-    let peak = p
-        .buffers
-        .iter()
-        .zip(&offsets)
-        .map(|(b, o)| o + b.size)
-        .max()
-        .unwrap_or(0);
+
+/// Plan `p`. See the crate documentation for the semantics of the options.
+pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
+    let start = Instant::now();
+    let deadline = start + opts.time_limit;
+    validate(p)?;
     let lb = lower_bound(p);
-    if let Some(c) = p.capacity {
-        if peak > c {
-            return Err(Error::DoesNotFit {
-                capacity: c,
-                best_peak: peak,
-                lower_bound: lb,
-            });
+    let mut offsets = greedy::portfolio(p);
+    let mut peak = check::peak_of(p, &offsets);
+    let mut proven = lb;
+    let minimize = opts.minimize || p.capacity.is_none();
+    let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
+
+    let need_search = if minimize {
+        peak > lb
+    } else {
+        !fits(peak) && lb <= p.capacity.unwrap()
+    };
+    if need_search {
+        let goal = if minimize { lb } else { p.capacity.unwrap() };
+        let r = search::improve(p, &offsets, peak, goal, deadline, lb, minimize, p.capacity);
+        if r.peak < peak {
+            offsets = r.offsets;
+            peak = r.peak;
         }
+        proven = proven.max(r.proven_lb.min(peak));
+    }
+    let optimal = peak <= proven;
+    if !fits(peak) {
+        return Err(Error::DoesNotFit {
+            capacity: p.capacity.unwrap(),
+            best_peak: peak,
+            lower_bound: proven,
+        });
     }
     Ok(Solution {
         offsets,
         peak,
-        lower_bound: lb,
-        optimal: peak == lb,
+        lower_bound: proven,
+        optimal,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solves_tiny() {
+        let p = Problem {
+            buffers: vec![
+                Buffer::new("a", 0, 2, 4),
+                Buffer::new("b", 1, 3, 4),
+                Buffer::new("c", 2, 4, 4),
+            ],
+            capacity: None,
+        };
+        let s = solve(&p, &Options::default()).unwrap();
+        assert_eq!(check(&p, &s.offsets).unwrap(), 8);
+        assert_eq!(s.peak, 8);
+        assert!(s.optimal);
+    }
+
+    #[test]
+    fn does_not_fit_reports_excess() {
+        let p = Problem {
+            buffers: vec![Buffer::new("a", 0, 2, 4), Buffer::new("b", 1, 3, 4)],
+            capacity: Some(6),
+        };
+        let e = solve(&p, &Options::default()).unwrap_err();
+        assert_eq!(
+            e,
+            Error::DoesNotFit {
+                capacity: 6,
+                best_peak: 8,
+                lower_bound: 8
+            }
+        );
+        assert!(e.to_string().contains("by 2 bytes"));
+    }
+
+    #[test]
+    fn rejects_bad_buffers() {
+        let mut p = Problem {
+            buffers: vec![Buffer::new("a", 3, 3, 4)],
+            capacity: None,
+        };
+        assert!(matches!(
+            solve(&p, &Options::default()),
+            Err(Error::InvalidBuffer { .. })
+        ));
+        p.buffers = vec![
+            Buffer {
+                offset: Some(0),
+                ..Buffer::new("x", 0, 5, 4)
+            },
+            Buffer {
+                offset: Some(2),
+                ..Buffer::new("y", 4, 6, 4)
+            },
+        ];
+        assert_eq!(
+            solve(&p, &Options::default()).unwrap_err(),
+            Error::FixedOverlap {
+                a: "x".into(),
+                b: "y".into()
+            }
+        );
+    }
+
+    #[test]
+    fn honours_fixed_and_alignment() {
+        let p = Problem {
+            buffers: vec![
+                Buffer {
+                    offset: Some(8),
+                    ..Buffer::new("f", 0, 10, 8)
+                },
+                Buffer {
+                    alignment: 16,
+                    ..Buffer::new("a", 0, 5, 4)
+                },
+                Buffer::new("b", 2, 8, 8),
+                Buffer::new("z", 0, 10, 0),
+            ],
+            capacity: None,
+        };
+        let s = solve(&p, &Options::default()).unwrap();
+        assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+        assert_eq!(s.offsets[0], 8);
+        assert_eq!(s.offsets[1] % 16, 0);
+    }
 }

@@ -1,0 +1,128 @@
+//! Helpers for command-line front ends (`strata plan`).
+
+/// Flat result summary for `--json` output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub buffers: usize,
+    pub lower_bound: u64,
+    pub peak: u64,
+    pub optimal: bool,
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// One-line JSON object with the fields above.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"buffers\":{},\"lower_bound\":{},\"peak\":{},\"optimal\":{},\"seconds\":{:.6}}}",
+            self.buffers, self.lower_bound, self.peak, self.optimal, self.seconds
+        )
+    }
+}
+
+/// Directory of the shared benchmark data: `$STRATA_SHARED` if set, else
+/// `<workspace root>/../shared`; `None` when it does not exist.
+pub fn shared_dir() -> Option<std::path::PathBuf> {
+    let p = match std::env::var_os("STRATA_SHARED") {
+        Some(v) => std::path::PathBuf::from(v),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+    };
+    p.is_dir().then_some(p)
+}
+
+/// Deterministic xorshift generator for synthetic instances.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Random instance: `n` buffers over `n * 2` time steps, mostly short
+/// lifetimes (1..100) with 5% long ones, log-uniform sizes up to 1 MiB.
+pub fn random_instance(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let horizon = (n as u64 * 2).max(2);
+    let buffers = (0..n)
+        .map(|i| {
+            let lower = r.below(horizon);
+            let dur = if r.below(20) == 0 {
+                1 + r.below(horizon / 10 + 1)
+            } else {
+                1 + r.below(100)
+            };
+            let bits = 4 + r.below(17);
+            let size = 1 + r.below(1 << bits);
+            crate::Buffer::new(i.to_string(), lower, lower + dur, size)
+        })
+        .collect();
+    crate::Problem {
+        buffers,
+        capacity: None,
+    }
+}
+
+/// Training-like workload of about `n` buffers: a chain of layers whose
+/// forward activations live until the matching backward step, with weights
+/// and optimizer state live throughout, short-lived temporaries and
+/// gradients, repeated over a few micro-batches; sizes are 64-byte multiples.
+pub fn training_like(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let mut bs = Vec::new();
+    let layers = (n / 12).max(1) as u64;
+    let steps = 4 * layers + 2;
+    let push = |bs: &mut Vec<crate::Buffer>, l: u64, u: u64, s: u64| {
+        let id = bs.len().to_string();
+        bs.push(crate::Buffer::new(id, l, u.max(l + 1), s * 64));
+    };
+    for l in 0..layers {
+        let act = 16 + r.below(4096);
+        let w = 1 + r.below(512);
+        // Weight (live throughout) and its optimizer state.
+        push(&mut bs, 0, steps, w);
+        push(&mut bs, 0, steps, w);
+        // Forward activation: produced at 2l, consumed by backward at 4L-2l.
+        push(&mut bs, 2 * l, 4 * layers - 2 * l + 1, act);
+        // Forward temporaries.
+        for _ in 0..3 {
+            let t = 2 * l + r.below(2);
+            push(&mut bs, t, t + 1 + r.below(2), 1 + r.below(act));
+        }
+        // Backward: activation gradient, weight gradient, temporaries.
+        let b = 4 * layers - 2 * l;
+        push(&mut bs, b, b + 3, act);
+        push(&mut bs, b, b + 2 + r.below(3), w);
+        for _ in 0..4 {
+            let t = b + r.below(2);
+            push(&mut bs, t, t + 1 + r.below(2), 1 + r.below(act));
+        }
+    }
+    crate::Problem {
+        buffers: bs,
+        capacity: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json() {
+        let s = super::Summary {
+            buffers: 3,
+            lower_bound: 10,
+            peak: 12,
+            optimal: false,
+            seconds: 0.5,
+        };
+        assert_eq!(
+            s.to_json(),
+            r#"{"buffers":3,"lower_bound":10,"peak":12,"optimal":false,"seconds":0.500000}"#
+        );
+    }
+}

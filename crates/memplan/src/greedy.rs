@@ -1,0 +1,310 @@
+//! Greedy portfolio: place buffers one at a time in a fixed order, each at
+//! the lowest (first-fit) or the tightest (best-fit) gap left by the already
+//! placed buffers that overlap it in time; run several orders and keep the
+//! lowest peak.
+//!
+//! The time-overlap graph is built once in CSR form by a sweep over start
+//! times (cost proportional to its edges), so one greedy pass costs
+//! `O(sum over buffers of deg log deg)`, independent of the order. Very dense
+//! instances (over [`EDGE_LIMIT`] overlapping pairs) fall back to a single
+//! start-time-ordered pass that needs no graph.
+
+use crate::{align_up, Problem};
+
+/// Above this many time-overlapping pairs the graph is not built.
+pub const EDGE_LIMIT: usize = 8_000_000;
+
+/// Time-overlap adjacency (compressed rows) among buffers with size > 0.
+pub(crate) struct Graph {
+    pub start: Vec<usize>,
+    pub adj: Vec<u32>,
+}
+
+impl Graph {
+    pub fn neighbors(&self, i: usize) -> &[u32] {
+        &self.adj[self.start[i]..self.start[i + 1]]
+    }
+
+    /// Build the graph, or `None` if it would exceed `limit` pairs.
+    pub fn build(lower: &[u64], upper: &[u64], size: &[u64], limit: usize) -> Option<Graph> {
+        let n = lower.len();
+        let mut order: Vec<u32> = (0..n as u32).filter(|&i| size[i as usize] > 0).collect();
+        order.sort_unstable_by_key(|&i| (lower[i as usize], i));
+        let sweep = |mut emit: Box<dyn FnMut(u32, u32) + '_>| -> bool {
+            let mut live: Vec<u32> = Vec::new();
+            let mut pairs = 0usize;
+            for &i in &order {
+                let li = lower[i as usize];
+                live.retain(|&j| upper[j as usize] > li);
+                pairs += live.len();
+                if pairs > limit {
+                    return false;
+                }
+                for &j in &live {
+                    emit(i, j);
+                }
+                live.push(i);
+            }
+            true
+        };
+        let mut deg = vec![0usize; n + 1];
+        if !sweep(Box::new(|i, j| {
+            deg[i as usize] += 1;
+            deg[j as usize] += 1;
+        })) {
+            return None;
+        }
+        let mut start = vec![0usize; n + 1];
+        for i in 0..n {
+            start[i + 1] = start[i] + deg[i];
+        }
+        let mut fill = start.clone();
+        let mut adj = vec![0u32; start[n]];
+        sweep(Box::new(|i, j| {
+            adj[fill[i as usize]] = j;
+            fill[i as usize] += 1;
+            adj[fill[j as usize]] = i;
+            fill[j as usize] += 1;
+        }));
+        Some(Graph { start, adj })
+    }
+}
+
+/// Placement order used by one greedy pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    SizeDesc,
+    AreaDesc,
+    DurationDesc,
+    StartAsc,
+    EndDesc,
+}
+
+/// Orders and fits tried by [`portfolio`] on small and medium instances.
+pub const PORTFOLIO: &[(Order, bool)] = &[
+    (Order::SizeDesc, true),
+    (Order::SizeDesc, false),
+    (Order::AreaDesc, true),
+    (Order::AreaDesc, false),
+    (Order::DurationDesc, true),
+    (Order::DurationDesc, false),
+    (Order::StartAsc, true),
+    (Order::StartAsc, false),
+    (Order::EndDesc, true),
+    (Order::EndDesc, false),
+];
+
+/// The subset used above 20,000 buffers, to stay well under a second.
+pub const LARGE_PORTFOLIO: &[(Order, bool)] = &[
+    (Order::SizeDesc, true),
+    (Order::AreaDesc, true),
+    (Order::DurationDesc, true),
+];
+
+pub(crate) fn order(p: &Problem, o: Order) -> Vec<usize> {
+    let bs = &p.buffers;
+    let mut v: Vec<usize> = (0..bs.len()).collect();
+    let dur = |i: usize| bs[i].upper - bs[i].lower;
+    match o {
+        Order::SizeDesc => v.sort_by_key(|&i| (std::cmp::Reverse((bs[i].size, dur(i))), i)),
+        Order::AreaDesc => v.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse((bs[i].size as u128 * dur(i) as u128, bs[i].size)),
+                i,
+            )
+        }),
+        Order::DurationDesc => v.sort_by_key(|&i| (std::cmp::Reverse((dur(i), bs[i].size)), i)),
+        Order::StartAsc => {
+            v.sort_by_key(|&i| (bs[i].lower, std::cmp::Reverse((bs[i].size, dur(i))), i))
+        }
+        Order::EndDesc => v.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(bs[i].upper),
+                std::cmp::Reverse((bs[i].size, dur(i))),
+                i,
+            )
+        }),
+    }
+    v
+}
+
+/// Lowest (first fit) or tightest (best fit) aligned gap for `size` among
+/// occupied ranges `occ` (sorted by start).
+pub(crate) fn find_gap(occ: &[(u64, u64)], size: u64, align: u64, best_fit: bool) -> u64 {
+    let mut cur = 0u64;
+    let mut best: Option<(u64, u64)> = None; // (slack, offset)
+    for &(o, t) in occ {
+        let s = align_up(cur, align);
+        if s.saturating_add(size) <= o {
+            if !best_fit {
+                return s;
+            }
+            let slack = o - s - size;
+            if best.is_none_or(|(bs, _)| slack < bs) {
+                best = Some((slack, s));
+            }
+        }
+        cur = cur.max(t);
+    }
+    match best {
+        Some((_, s)) => s,
+        None => align_up(cur, align),
+    }
+}
+
+/// One greedy pass over `order` (fixed buffers are pre-placed, zero-size
+/// buffers go to 0 unless fixed).
+pub(crate) fn place(p: &Problem, g: &Graph, order: &[usize], best_fit: bool) -> Vec<u64> {
+    let bs = &p.buffers;
+    let n = bs.len();
+    let mut placed = vec![false; n];
+    let mut off = vec![0u64; n];
+    for (i, b) in bs.iter().enumerate() {
+        if let Some(o) = b.offset {
+            off[i] = o;
+            placed[i] = true;
+        } else if b.size == 0 {
+            placed[i] = true;
+        }
+    }
+    let mut occ: Vec<(u64, u64)> = Vec::new();
+    for &i in order {
+        if placed[i] {
+            continue;
+        }
+        occ.clear();
+        for &j in g.neighbors(i) {
+            let j = j as usize;
+            if placed[j] {
+                occ.push((off[j], off[j] + bs[j].size));
+            }
+        }
+        occ.sort_unstable();
+        off[i] = find_gap(&occ, bs[i].size, bs[i].alignment, best_fit);
+        placed[i] = true;
+    }
+    off
+}
+
+/// Start-time sweep with first fit among live buffers; needs no graph.
+/// Live buffers are kept sorted by offset (offsets of live buffers are
+/// distinct) and expire through a min-heap of end times.
+fn sweep_place(p: &Problem) -> Vec<u64> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let bs = &p.buffers;
+    let mut off = vec![0u64; bs.len()];
+    let mut order: Vec<usize> = (0..bs.len()).collect();
+    order.sort_by_key(|&i| (bs[i].lower, bs[i].offset.is_none(), Reverse(bs[i].size), i));
+    // Fixed buffers that start later still constrain earlier ones.
+    let fixed: Vec<usize> = (0..bs.len())
+        .filter(|&i| bs[i].offset.is_some() && bs[i].size > 0)
+        .collect();
+    let mut live: Vec<(u64, u64)> = Vec::new(); // (offset, top), sorted
+    let mut ends: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new(); // (upper, offset)
+    let mut occ: Vec<(u64, u64)> = Vec::new();
+    for &i in &order {
+        let b = &bs[i];
+        while let Some(&Reverse((u, o))) = ends.peek() {
+            if u > b.lower {
+                break;
+            }
+            ends.pop();
+            if let Ok(k) = live.binary_search_by_key(&o, |e| e.0) {
+                live.remove(k);
+            }
+        }
+        if b.size == 0 {
+            off[i] = b.offset.unwrap_or(0);
+            continue;
+        }
+        let o = match b.offset {
+            Some(o) => o,
+            None => {
+                let mut later = fixed.iter().filter(|&&k| {
+                    let f = &bs[k];
+                    f.lower > b.lower && f.lower < b.upper
+                });
+                if later.next().is_none() {
+                    find_gap(&live, b.size, b.alignment, false)
+                } else {
+                    occ.clear();
+                    occ.extend_from_slice(&live);
+                    for &k in &fixed {
+                        let f = &bs[k];
+                        if f.lower > b.lower && f.lower < b.upper {
+                            occ.push((f.offset.unwrap(), f.offset.unwrap() + f.size));
+                        }
+                    }
+                    occ.sort_unstable();
+                    find_gap(&occ, b.size, b.alignment, false)
+                }
+            }
+        };
+        off[i] = o;
+        let k = live.partition_point(|e| e.0 < o);
+        live.insert(k, (o, o + b.size));
+        ends.push(Reverse((b.upper, o)));
+    }
+    off
+}
+
+pub(crate) fn peak(p: &Problem, off: &[u64]) -> u64 {
+    crate::check::peak_of(p, off)
+}
+
+/// Best placement over the greedy portfolio (lowest peak, first wins ties).
+pub fn portfolio(p: &Problem) -> Vec<u64> {
+    let bs = &p.buffers;
+    let lower: Vec<u64> = bs.iter().map(|b| b.lower).collect();
+    let upper: Vec<u64> = bs.iter().map(|b| b.upper).collect();
+    let size: Vec<u64> = bs.iter().map(|b| b.size).collect();
+    let Some(g) = Graph::build(&lower, &upper, &size, EDGE_LIMIT) else {
+        return sweep_place(p);
+    };
+    let runs = if bs.len() > 20_000 {
+        LARGE_PORTFOLIO
+    } else {
+        PORTFOLIO
+    };
+    let mut best: Option<(u64, Vec<u64>)> = None;
+    for &(o, bf) in runs {
+        let off = place(p, &g, &order(p, o), bf);
+        let pk = peak(p, &off);
+        if best.as_ref().is_none_or(|(b, _)| pk < *b) {
+            best = Some((pk, off));
+        }
+    }
+    best.map(|b| b.1).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{check, Buffer};
+
+    #[test]
+    fn gap_finding() {
+        let occ = [(0, 4), (10, 12), (14, 30)];
+        assert_eq!(find_gap(&occ, 2, 1, false), 4);
+        assert_eq!(find_gap(&occ, 2, 1, true), 12);
+        assert_eq!(find_gap(&occ, 7, 1, true), 30);
+        assert_eq!(find_gap(&occ, 2, 8, false), 8);
+        assert_eq!(find_gap(&[], 5, 1, true), 0);
+    }
+
+    #[test]
+    fn portfolio_is_valid_with_fixed_and_dense_fallback() {
+        let mut p = Problem::default();
+        for i in 0..50u64 {
+            p.buffers.push(Buffer {
+                alignment: 1 + (i % 3) * 4,
+                ..Buffer::new(i.to_string(), i % 7, i % 7 + 1 + i % 5, 1 + i * 13 % 17)
+            });
+        }
+        p.buffers[3].offset = Some(100);
+        let off = portfolio(&p);
+        check(&p, &off).unwrap();
+        check(&p, &sweep_place(&p)).unwrap();
+    }
+}

@@ -1,0 +1,525 @@
+//! Anytime exact search: branch and bound over canonical placements.
+//!
+//! **Canonical placements.** Take any valid placement and repeatedly drop a
+//! buffer to the lowest aligned offset at which it still fits (never crossing
+//! a fixed buffer's bytes); this never raises the peak and ends in a
+//! placement where, sorted by offset, every movable buffer sits at
+//! `f(b) = lowest aligned offset >= max(top of the earlier buffers that
+//! overlap it in time)` that avoids fixed buffers. The search enumerates
+//! exactly such placements: it places buffers in nondecreasing offset order,
+//! each at its `f(b)` (with the running offset `W` of the last placement as an
+//! extra floor). Every branch therefore picks *which* buffer comes next.
+//!
+//! **Pruning** (each argument keeps at least one optimal canonical placement):
+//! * capacity: `f(b) + size(b) > cap` for an unplaced `b` kills the node;
+//! * sections: the time axis is cut at every start/end into sections; in a
+//!   section `s` all unplaced buffers live there lie at or above
+//!   `m(s) = min f(b)` over them and are pairwise disjoint, so
+//!   `m(s) + remaining size in s (+ fixed bytes above m(s)) <= cap` must hold
+//!   (a per-level version, for every `z` the buffers with `f >= z` fit in
+//!   `[z, cap)`, was tried: it pruned almost nothing more on A..K at half the
+//!   node rate);
+//! * dominance: choosing `b` next (at `f(b)`) is useless if some other
+//!   unplaced `c` has `f(c) + size(c) <= f(b)`: in every completion `c` would
+//!   lie at or above `f(b)` and could drop to `f(c)`, so the completion is not
+//!   canonical and the canonical version is reached through `c`;
+//! * ties: buffers placed at the same offset are placed in a fixed key
+//!   order (the sorted order of a canonical placement, ties broken by key,
+//!   is one sequence, so other interleavings are redundant);
+//! * symmetry: identical buffers (same lifetime, size, alignment) are placed
+//!   in index order;
+//! * decomposition: buffers are split into groups whose lifetimes never
+//!   touch another group's; each group is searched on its own.
+//!
+//! **Minimisation** is one depth-first branch and bound, not a binary search:
+//! the capacity `cap` starts at the incumbent's peak minus one and, each time
+//! a placement is found, drops to its peak minus one *in place*, so nothing
+//! explored is thrown away. Running out of the space proves the last
+//! incumbent optimal; running out of time leaves the gap to the lower bound.
+
+use crate::{align_up, greedy::Graph, Problem};
+use std::time::Instant;
+
+pub(crate) struct Outcome {
+    pub offsets: Vec<u64>,
+    pub peak: u64,
+    /// A proven lower bound on the optimum (>= the one passed in).
+    pub proven_lb: u64,
+}
+
+/// One time-connected group of buffers, searched independently.
+struct Dfs {
+    /// Global index of each local movable buffer.
+    gid: Vec<usize>,
+    size: Vec<u64>,
+    align: Vec<u64>,
+    span: Vec<(u32, u32)>,
+    nb: Vec<Vec<u32>>,
+    /// Per movable buffer: (offset, top) of fixed buffers overlapping in time.
+    fixed_nb: Vec<Vec<(u64, u64)>>,
+    /// Per section: (offset, top) of fixed buffers live there.
+    sec_fixed: Vec<Vec<(u64, u64)>>,
+    has_fixed: bool,
+    nsec: usize,
+    rem: Vec<u64>,
+    base: Vec<u64>,
+    placed: Vec<bool>,
+    off: Vec<u64>,
+    unplaced: Vec<u32>,
+    pos: Vec<u32>,
+    prev_same: Vec<u32>,
+    key: Vec<u32>,
+    trail: Vec<(u32, u64)>,
+    parent: Vec<u32>,
+    fixed_peak: u64,
+    cap: u64,
+    goal: u64,
+    best: Option<(u64, Vec<u64>)>,
+    nodes: u64,
+    /// Node budget of the current run (restarts); `u64::MAX` for none.
+    node_limit: u64,
+    aborted: bool,
+    /// Heuristic (incomplete) runs branch only on buffers at the lowest f.
+    restrict: bool,
+    deadline: Instant,
+    timed_out: bool,
+    stop: bool,
+}
+
+impl Dfs {
+    fn new(p: &Problem, members: &[usize], deadline: Instant) -> Dfs {
+        let bs = &p.buffers;
+        let movable: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| bs[i].offset.is_none() && bs[i].size > 0)
+            .collect();
+        let fixed: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| bs[i].offset.is_some() && bs[i].size > 0)
+            .collect();
+        let mut times: Vec<u64> = members
+            .iter()
+            .flat_map(|&i| [bs[i].lower, bs[i].upper])
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let sec = |t: u64| times.binary_search(&t).unwrap() as u32;
+        let nsec = times.len().saturating_sub(1);
+        let n = movable.len();
+        let size: Vec<u64> = movable.iter().map(|&i| bs[i].size).collect();
+        let align: Vec<u64> = movable.iter().map(|&i| bs[i].alignment).collect();
+        let span: Vec<(u32, u32)> = movable
+            .iter()
+            .map(|&i| (sec(bs[i].lower), sec(bs[i].upper)))
+            .collect();
+        let lower: Vec<u64> = movable.iter().map(|&i| bs[i].lower).collect();
+        let upper: Vec<u64> = movable.iter().map(|&i| bs[i].upper).collect();
+        let g = Graph::build(&lower, &upper, &size, usize::MAX).expect("no limit");
+        let nb: Vec<Vec<u32>> = (0..n).map(|i| g.neighbors(i).to_vec()).collect();
+        let mut fixed_nb = vec![Vec::new(); n];
+        let mut sec_fixed = vec![Vec::new(); nsec];
+        for &k in &fixed {
+            let f = &bs[k];
+            let r = (f.offset.unwrap(), f.offset.unwrap() + f.size);
+            for (i, &m) in movable.iter().enumerate() {
+                if f.lower < bs[m].upper && bs[m].lower < f.upper {
+                    fixed_nb[i].push(r);
+                }
+            }
+            for s in sec(f.lower)..sec(f.upper) {
+                sec_fixed[s as usize].push(r);
+            }
+        }
+        for v in &mut fixed_nb {
+            v.sort_unstable();
+        }
+        let mut rem = vec![0u64; nsec];
+        for i in 0..n {
+            for s in span[i].0..span[i].1 {
+                rem[s as usize] += size[i];
+            }
+        }
+        // Identical buffers: link each to the previous identical one.
+        let mut prev_same = vec![u32::MAX; n];
+        let mut ids: Vec<usize> = (0..n).collect();
+        ids.sort_by_key(|&i| (span[i], size[i], align[i], i));
+        for w in ids.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if (span[a], size[a], align[a]) == (span[b], size[b], align[b]) {
+                prev_same[b] = a as u32;
+            }
+        }
+        let fixed_peak = fixed
+            .iter()
+            .map(|&k| bs[k].offset.unwrap() + bs[k].size)
+            .max()
+            .unwrap_or(0);
+        Dfs {
+            gid: movable,
+            size,
+            align,
+            span,
+            nb,
+            fixed_nb,
+            sec_fixed,
+            has_fixed: !fixed.is_empty(),
+            nsec,
+            rem,
+            base: vec![0; n],
+            placed: vec![false; n],
+            off: vec![0; n],
+            unplaced: (0..n as u32).collect(),
+            pos: (0..n as u32).collect(),
+            prev_same,
+            key: vec![0; n],
+            trail: Vec::new(),
+            parent: vec![0; nsec + 1],
+            fixed_peak,
+            cap: 0,
+            goal: 0,
+            best: None,
+            nodes: 0,
+            node_limit: u64::MAX,
+            aborted: false,
+            restrict: false,
+            deadline,
+            timed_out: false,
+            stop: false,
+        }
+    }
+
+    /// Tie-break among equal `f`. Variants 0..3: longer-lived first, larger
+    /// first, larger area first; above that, one of those with a
+    /// deterministic random perturbation of the ranks (for restarts).
+    fn set_key_order(&mut self, variant: u32) {
+        let n = self.size.len();
+        let mut ids: Vec<usize> = (0..n).collect();
+        let len = |i: usize| (self.span[i].1 - self.span[i].0) as u64;
+        match variant % 3 {
+            0 => ids.sort_by_key(|&i| (std::cmp::Reverse((len(i), self.size[i])), i)),
+            1 => ids.sort_by_key(|&i| (std::cmp::Reverse((self.size[i], len(i))), i)),
+            _ => {
+                ids.sort_by_key(|&i| (std::cmp::Reverse(self.size[i] as u128 * len(i) as u128), i))
+            }
+        }
+        let mut rank = vec![0u64; n];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(variant as u64 + 1) | 1;
+        let spread = if variant < 3 {
+            0
+        } else {
+            (n as u64 / 6).max(2)
+        };
+        for (r, &i) in ids.iter().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            rank[i] = r as u64 * 4 + if spread > 0 { (x % spread) * 4 } else { 0 };
+        }
+        ids.sort_by_key(|&i| (rank[i], i));
+        for (r, &i) in ids.iter().enumerate() {
+            self.key[i] = r as u32;
+        }
+    }
+
+    fn avoid_fixed(&self, b: usize, mut v: u64) -> u64 {
+        loop {
+            let mut moved = false;
+            for &(o, t) in &self.fixed_nb[b] {
+                if v < t && o < v.saturating_add(self.size[b]) {
+                    v = align_up(t, self.align[b]);
+                    moved = true;
+                }
+            }
+            if !moved {
+                return v;
+            }
+        }
+    }
+
+    fn fixed_above(&self, s: usize, m: u64) -> u64 {
+        self.sec_fixed[s]
+            .iter()
+            .map(|&(o, t)| t.saturating_sub(o.max(m)))
+            .sum()
+    }
+
+    fn find(&mut self, mut s: u32) -> u32 {
+        while self.parent[s as usize] != s {
+            let up = self.parent[self.parent[s as usize] as usize];
+            self.parent[s as usize] = up;
+            s = up;
+        }
+        s
+    }
+
+    fn remove(&mut self, b: u32) {
+        let p = self.pos[b as usize] as usize;
+        let last = self.unplaced.pop().unwrap();
+        if last != b {
+            self.unplaced[p] = last;
+            self.pos[last as usize] = p as u32;
+        }
+    }
+
+    fn restore(&mut self, b: u32) {
+        let p = self.pos[b as usize] as usize;
+        if p == self.unplaced.len() {
+            self.unplaced.push(b);
+        } else {
+            let moved = self.unplaced[p];
+            self.pos[moved as usize] = self.unplaced.len() as u32;
+            self.unplaced.push(moved);
+            self.unplaced[p] = b;
+        }
+    }
+
+    fn dfs(&mut self, w: u64, prev_key: u32, peak: u64) {
+        self.nodes += 1;
+        if self.nodes & 255 == 0 && Instant::now() >= self.deadline {
+            self.timed_out = true;
+            self.stop = true;
+        }
+        if self.nodes >= self.node_limit {
+            self.aborted = true;
+            self.stop = true;
+        }
+        if self.stop {
+            return;
+        }
+        if self.unplaced.is_empty() {
+            let pk = peak.max(self.fixed_peak);
+            if pk <= self.cap {
+                self.best = Some((pk, self.off.clone()));
+                if pk <= self.goal {
+                    self.stop = true;
+                }
+                self.cap = pk.saturating_sub(1);
+            }
+            return;
+        }
+        let cap = self.cap;
+        let mut cands: Vec<(u64, u32, u32)> = Vec::with_capacity(self.unplaced.len());
+        let (mut m1, mut m1i, mut m2) = (u64::MAX, u32::MAX, u64::MAX);
+        for &b in &self.unplaced {
+            let bi = b as usize;
+            let mut v = align_up(self.base[bi].max(w), self.align[bi]);
+            if self.has_fixed {
+                v = self.avoid_fixed(bi, v);
+            }
+            let top = v.saturating_add(self.size[bi]);
+            if top > cap {
+                return;
+            }
+            if top < m1 {
+                m2 = m1;
+                m1 = top;
+                m1i = b;
+            } else if top < m2 {
+                m2 = top;
+            }
+            cands.push((v, self.key[bi], b));
+        }
+        cands.sort_unstable();
+        // Section bound by painting sections with the lowest f covering them.
+        for s in 0..=self.nsec {
+            self.parent[s] = s as u32;
+        }
+        for &(v, _, b) in &cands {
+            let (lo, hi) = self.span[b as usize];
+            let mut s = self.find(lo);
+            while s < hi {
+                let su = s as usize;
+                let mut need = v.saturating_add(self.rem[su]);
+                if self.has_fixed {
+                    need = need.saturating_add(self.fixed_above(su, v));
+                }
+                if need > cap {
+                    return;
+                }
+                self.parent[su] = s + 1;
+                s = self.find(s + 1);
+            }
+        }
+        for &(v, _, b) in &cands {
+            if self.stop {
+                return;
+            }
+            let bi = b as usize;
+            let dom = if b == m1i { m2 } else { m1 };
+            if v >= dom || (self.restrict && v > cands[0].0) {
+                // Sorted by v: every later candidate is dominated as well.
+                break;
+            }
+            // Equal offsets are placed in key order (prev_key == MAX: none).
+            if v == w && prev_key != u32::MAX && self.key[bi] < prev_key {
+                continue;
+            }
+            let ps = self.prev_same[bi];
+            if ps != u32::MAX && !self.placed[ps as usize] {
+                continue;
+            }
+            let top = v + self.size[bi];
+            if top > self.cap {
+                continue;
+            }
+            self.placed[bi] = true;
+            self.off[bi] = v;
+            self.remove(b);
+            let mark = self.trail.len();
+            for k in 0..self.nb[bi].len() {
+                let c = self.nb[bi][k] as usize;
+                if !self.placed[c] && self.base[c] < top {
+                    self.trail.push((c as u32, self.base[c]));
+                    self.base[c] = top;
+                }
+            }
+            let (lo, hi) = self.span[bi];
+            for s in lo..hi {
+                self.rem[s as usize] -= self.size[bi];
+            }
+            self.dfs(v, self.key[bi], peak.max(top));
+            for s in lo..hi {
+                self.rem[s as usize] += self.size[bi];
+            }
+            while self.trail.len() > mark {
+                let (c, old) = self.trail.pop().unwrap();
+                self.base[c as usize] = old;
+            }
+            self.restore(b);
+            self.placed[bi] = false;
+        }
+    }
+}
+
+const RESTART_BASE: u64 = 2000;
+
+/// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (1-based).
+fn luby(i: u64) -> u64 {
+    let mut k = 1;
+    while (1u64 << k) - 1 < i {
+        k += 1;
+    }
+    if (1u64 << k) - 1 == i {
+        1 << (k - 1)
+    } else {
+        luby(i - (1u64 << (k - 1)) + 1)
+    }
+}
+
+/// Time-connected groups of buffers (size > 0), in order of start time.
+fn components(p: &Problem) -> Vec<Vec<usize>> {
+    let bs = &p.buffers;
+    let mut ids: Vec<usize> = (0..bs.len()).filter(|&i| bs[i].size > 0).collect();
+    ids.sort_by_key(|&i| (bs[i].lower, i));
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut reach = 0u64;
+    for i in ids {
+        if out.is_empty() || bs[i].lower >= reach {
+            out.push(Vec::new());
+        }
+        reach = reach.max(bs[i].upper);
+        out.last_mut().unwrap().push(i);
+    }
+    out
+}
+
+/// Improve `incumbent` (peak `peak`): stop once the peak is <= `goal`, or the
+/// space is exhausted, or at `deadline`. `lb` is a proven lower bound.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn improve(
+    p: &Problem,
+    incumbent: &[u64],
+    peak: u64,
+    goal: u64,
+    deadline: Instant,
+    lb: u64,
+    minimize: bool,
+    capacity: Option<u64>,
+) -> Outcome {
+    let bs = &p.buffers;
+    let mut offsets = incumbent.to_vec();
+    let comps = components(p);
+    let comp_peak = |off: &[u64], c: &[usize]| c.iter().map(|&i| off[i] + bs[i].size).max();
+    let mut order: Vec<usize> = (0..comps.len()).collect();
+    order.sort_by_key(|&c| std::cmp::Reverse(comp_peak(&offsets, &comps[c])));
+    let mut proven = lb;
+    // Target for every group: nothing below `floor` helps the overall peak.
+    let mut floor = goal.max(lb);
+    for &c in &order {
+        let members = &comps[c];
+        let cur = comp_peak(&offsets, members).unwrap_or(0);
+        if cur <= floor {
+            continue;
+        }
+        let mut d = Dfs::new(p, members, deadline);
+        // Minimising tightens from the incumbent; otherwise aim at the goal.
+        // With a capacity, anything above it is useless: aim there first.
+        d.cap = if minimize {
+            capacity.map_or(cur - 1, |c| c.max(floor).min(cur - 1))
+        } else {
+            floor
+        };
+        d.goal = floor;
+        // Restarts: runs with growing node budgets (Luby sequence) and
+        // varied tie-breaks; the cap found so far carries over, and the
+        // budget grows without bound, so a run eventually completes and
+        // proves its cap infeasible unless time runs out first.
+        let mut run = 0u32;
+        loop {
+            d.set_key_order(run / 2);
+            d.node_limit = d
+                .nodes
+                .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
+            d.aborted = false;
+            // Odd runs are heuristic: only the lowest buffers are branched on.
+            d.restrict = run % 2 == 1;
+            d.stop = false;
+            d.dfs(0, u32::MAX, 0);
+            let complete = !d.aborted && !d.restrict;
+            if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+                break;
+            }
+            run += 1;
+        }
+        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+            eprintln!(
+                "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
+                d.size.len(),
+                d.nodes,
+                run + 1,
+                d.timed_out,
+                d.best.as_ref().map(|b| b.0)
+            );
+        }
+        let exhausted = !d.timed_out
+            && !d.aborted
+            && !d.restrict
+            && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
+        let newpeak = match &d.best {
+            Some((pk, loc)) => {
+                for (k, &g) in d.gid.iter().enumerate() {
+                    offsets[g] = loc[k];
+                }
+                *pk
+            }
+            None => cur,
+        };
+        if exhausted {
+            // No placement of this group with peak <= d.cap exists.
+            proven = proven.max(d.cap.saturating_add(1).min(newpeak));
+        }
+        floor = floor.max(newpeak);
+        if d.timed_out {
+            break;
+        }
+    }
+    let _ = peak;
+    let newpeak = crate::check::peak_of(p, &offsets);
+    Outcome {
+        offsets,
+        peak: newpeak,
+        proven_lb: proven,
+    }
+}

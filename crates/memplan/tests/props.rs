@@ -1,0 +1,118 @@
+//! Property tests: validity, exact >= greedy, exact == brute force on tiny
+//! instances. Bounded case counts keep `cargo test` fast.
+
+use memplan::{check, greedy, solve, Buffer, Options, Problem};
+use proptest::prelude::*;
+use std::time::Duration;
+
+fn instance(max_n: usize) -> impl Strategy<Value = Problem> {
+    let buf = (0u64..8, 1u64..5, 0u64..10, 0usize..3);
+    (
+        prop::collection::vec(buf, 1..=max_n),
+        any::<bool>(),
+        0u64..6,
+    )
+        .prop_map(|(v, with_fixed, fixed_at)| {
+            let mut buffers: Vec<Buffer> = v
+                .into_iter()
+                .enumerate()
+                .map(|(i, (l, d, s, a))| Buffer {
+                    alignment: [1, 2, 4][a],
+                    ..Buffer::new(format!("b{i}"), l, l + d, s)
+                })
+                .collect();
+            if with_fixed {
+                let a = buffers[0].alignment;
+                buffers[0].offset = Some(fixed_at * a);
+            }
+            Problem {
+                buffers,
+                capacity: None,
+            }
+        })
+}
+
+/// Minimum over all orders of "place at the lowest aligned gap among the
+/// already placed buffers that overlap in time" (fixed buffers pre-placed).
+/// Some order (sorting an optimal placement by offset) reaches the optimum.
+fn brute_force(p: &Problem) -> u64 {
+    let n = p.buffers.len();
+    let free: Vec<usize> = (0..n).filter(|&i| p.buffers[i].offset.is_none()).collect();
+    let mut best = u64::MAX;
+    let mut perm = free.clone();
+    permute(&mut perm, 0, &mut |order| {
+        let mut off: Vec<Option<u64>> = p.buffers.iter().map(|b| b.offset).collect();
+        for &i in order {
+            let b = &p.buffers[i];
+            let mut o = 0u64;
+            'search: loop {
+                o = o.div_ceil(b.alignment) * b.alignment;
+                for (j, oj) in off.iter().enumerate() {
+                    let (Some(oj), c) = (*oj, &p.buffers[j]) else {
+                        continue;
+                    };
+                    let time = b.lower < c.upper && c.lower < b.upper;
+                    if time && b.size > 0 && c.size > 0 && o < oj + c.size && oj < o + b.size {
+                        o = oj + c.size;
+                        continue 'search;
+                    }
+                }
+                break;
+            }
+            off[i] = Some(o);
+        }
+        let offs: Vec<u64> = off.into_iter().map(|o| o.unwrap()).collect();
+        let pk = check(p, &offs).expect("brute force placement valid");
+        best = best.min(pk);
+    });
+    best
+}
+
+fn permute(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
+    if k == v.len() {
+        f(v);
+        return;
+    }
+    for i in k..v.len() {
+        v.swap(k, i);
+        permute(v, k + 1, f);
+        v.swap(k, i);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exact_matches_brute_force(p in instance(7)) {
+        let opt = brute_force(&p);
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true }).unwrap();
+        prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+        prop_assert_eq!(s.peak, opt);
+        prop_assert!(s.optimal);
+        prop_assert!(s.lower_bound <= opt);
+        prop_assert!(memplan::lower_bound(&p) <= opt);
+    }
+
+    #[test]
+    fn solutions_valid_and_never_worse_than_greedy(p in instance(40)) {
+        let g = greedy::portfolio(&p);
+        let gp = check(&p, &g).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_millis(50), minimize: true }).unwrap();
+        prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+        prop_assert!(s.peak <= gp);
+        prop_assert!(s.lower_bound <= s.peak);
+        // Fit mode with the found peak as capacity must fit too.
+        let mut q = p.clone();
+        q.capacity = Some(s.peak);
+        // (The time limit may cut the search short; then the error must
+        // still be consistent.)
+        match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false }) {
+            Ok(f) => prop_assert!(check(&q, &f.offsets).is_ok()),
+            Err(memplan::Error::DoesNotFit { capacity, best_peak, lower_bound }) => {
+                prop_assert!(best_peak > capacity && lower_bound <= capacity)
+            }
+            Err(e) => prop_assert!(false, "{}", e),
+        }
+    }
+}

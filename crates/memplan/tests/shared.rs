@@ -1,0 +1,70 @@
+//! Solves every shared benchmark instance (when ../shared is present) and
+//! checks each placement. No timing assertions: timings are benchmark figures.
+
+use memplan::{check, cli, csv, solve, Error, Options};
+use std::time::Duration;
+
+#[test]
+fn shared_instances_solve_and_check() {
+    let Some(dir) = cli::shared_dir() else {
+        println!("skipped: ../shared not found");
+        return;
+    };
+    let root = dir.join("benchmarks/memplan");
+    let mut seen = 0;
+    for sub in ["minimalloc", "real"] {
+        let Ok(rd) = std::fs::read_dir(root.join(sub)) else {
+            println!("skipped: {sub} not found");
+            continue;
+        };
+        let mut files: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for f in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "csv"))
+        {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            let mut p = csv::read(&std::fs::read_to_string(f).unwrap()).unwrap();
+            let lb = memplan::lower_bound(&p);
+            // Unconstrained minimisation always yields a placement to check.
+            let s = solve(
+                &p,
+                &Options {
+                    time_limit: Duration::from_millis(150),
+                    minimize: true,
+                },
+            )
+            .unwrap();
+            assert_eq!(check(&p, &s.offsets).unwrap(), s.peak, "{name}");
+            assert!(s.lower_bound >= lb && s.peak >= s.lower_bound, "{name}");
+            // With the capacity from the file name: a fitting placement must
+            // check; otherwise the error must report a best peak above it.
+            p.capacity = name.split('.').nth(1).and_then(|c| c.parse().ok());
+            match solve(
+                &p,
+                &Options {
+                    time_limit: Duration::from_millis(150),
+                    minimize: false,
+                },
+            ) {
+                Ok(s) => {
+                    check(&p, &s.offsets).unwrap();
+                }
+                Err(Error::DoesNotFit {
+                    capacity,
+                    best_peak,
+                    ..
+                }) => {
+                    assert!(best_peak > capacity, "{name}")
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+            println!(
+                "{name}: peak {} lb {} optimal {}",
+                s.peak, s.lower_bound, s.optimal
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 13, "expected the 13 shared instances");
+}
