@@ -1,0 +1,234 @@
+//! Element-wise arithmetic with numpy-style multidirectional broadcasting
+//! (Add, Sub, Mul, Div, Pow) and the unary Sqrt.
+//!
+//! One C kernel serves every binary op: the output is walked in row-major
+//! order and each operand is read through its broadcast strides (0 on a
+//! broadcast dimension), rank <= 8. Int64 operands are accepted by the
+//! reference kernel only, so shape arithmetic on constants folds at import;
+//! emitting C for them is refused.
+
+use super::util::{broadcast_shape, broadcast_strides, c_array};
+use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry};
+use crate::tensor::{DType, Data, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&[""], "Add", |_| boxed(Binary(BinKind::Add)));
+    r.add(&[""], "Sub", |_| boxed(Binary(BinKind::Sub)));
+    r.add(&[""], "Mul", |_| boxed(Binary(BinKind::Mul)));
+    r.add(&[""], "Div", |_| boxed(Binary(BinKind::Div)));
+    r.add(&[""], "Pow", |_| boxed(Binary(BinKind::Pow)));
+    r.add(&[""], "Sqrt", |_| boxed(Sqrt));
+}
+
+/// Largest rank the C kernels index.
+pub const MAX_RANK: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinKind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+}
+
+impl BinKind {
+    /// The op code `st_binary` switches on.
+    fn code(self) -> u8 {
+        self as u8
+    }
+    fn name(self) -> &'static str {
+        match self {
+            BinKind::Add => "Add",
+            BinKind::Sub => "Sub",
+            BinKind::Mul => "Mul",
+            BinKind::Div => "Div",
+            BinKind::Pow => "Pow",
+        }
+    }
+    /// The f32 operation, as `st_binary` computes it.
+    pub fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            BinKind::Add => a + b,
+            BinKind::Sub => a - b,
+            BinKind::Mul => a * b,
+            BinKind::Div => a / b,
+            BinKind::Pow => a.powf(b),
+        }
+    }
+    fn apply_i64(self, a: i64, b: i64) -> Result<i64, OpError> {
+        Ok(match self {
+            BinKind::Add => a.wrapping_add(b),
+            BinKind::Sub => a.wrapping_sub(b),
+            BinKind::Mul => a.wrapping_mul(b),
+            BinKind::Div => {
+                ensure!(b != 0, "Div: integer division by zero");
+                a / b
+            }
+            BinKind::Pow => {
+                ensure!(b >= 0, "Pow: negative integer exponent {b}");
+                a.wrapping_pow(b.min(u32::MAX as i64) as u32)
+            }
+        })
+    }
+}
+
+/// A binary element-wise op with multidirectional broadcasting.
+#[derive(Debug)]
+pub struct Binary(pub BinKind);
+
+/// Row-major offsets of `n` output elements in two broadcast operands.
+fn for_each_offset(out: &[usize], sa: &[usize], sb: &[usize], mut f: impl FnMut(usize, usize)) {
+    let n: usize = out.iter().product();
+    for o in 0..n {
+        let (mut oa, mut ob, mut rem) = (0, 0, o);
+        for d in (0..out.len()).rev() {
+            let i = rem % out[d];
+            rem /= out[d];
+            oa += i * sa[d];
+            ob += i * sb[d];
+        }
+        f(oa, ob);
+    }
+}
+
+impl Op for Binary {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let a = req(inputs, 0)?.ty;
+        let b = req(inputs, 1)?.ty;
+        let k = self.0.name();
+        ensure!(
+            matches!(a.dtype, DType::F32 | DType::I64),
+            "{k}: input 0 must be float32 (or int64 shape arithmetic), found {a}"
+        );
+        ensure!(
+            a.dtype == b.dtype,
+            "{k}: operands differ in element type: {a} and {b}"
+        );
+        let shape = broadcast_shape(&a.shape, &b.shape).map_err(|e| op_err!("{k}: {}", e.0))?;
+        ensure!(
+            shape.len() <= MAX_RANK,
+            "{k}: rank {} exceeds {MAX_RANK}",
+            shape.len()
+        );
+        Ok(vec![TensorType::new(a.dtype, shape)])
+    }
+
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let a = arg(inputs, 0)?;
+        let b = arg(inputs, 1)?;
+        let out = broadcast_shape(&a.shape, &b.shape)?;
+        let sa = broadcast_strides(&a.shape, &out);
+        let sb = broadcast_strides(&b.shape, &out);
+        let n: usize = out.iter().product();
+        let data = match (&a.data, &b.data) {
+            (Data::F32(av), Data::F32(bv)) => {
+                let mut y = Vec::with_capacity(n);
+                for_each_offset(&out, &sa, &sb, |i, j| y.push(self.0.apply(av[i], bv[j])));
+                Data::F32(y)
+            }
+            (Data::I64(av), Data::I64(bv)) => {
+                let mut y = Vec::with_capacity(n);
+                let mut err = None;
+                for_each_offset(&out, &sa, &sb, |i, j| {
+                    match self.0.apply_i64(av[i], bv[j]) {
+                        Ok(v) => y.push(v),
+                        Err(e) => err = Some(e),
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(e);
+                }
+                Data::I64(y)
+            }
+            _ => {
+                return Err(op_err!(
+                    "{}: unsupported operand types {} and {}",
+                    self.0.name(),
+                    a.ty(),
+                    b.ty()
+                ))
+            }
+        };
+        Ok(vec![Tensor { shape: out, data }])
+    }
+
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let a = cx.input(0)?.clone();
+        let b = cx.input(1)?.clone();
+        ensure!(
+            a.ty.dtype == DType::F32,
+            "{}: C kernels are float32 only; {} would have to fold at import",
+            self.0.name(),
+            a.ty
+        );
+        let y = cx.output(0)?.clone();
+        let out = y.ty.shape.clone();
+        let pad = |v: Vec<usize>| {
+            let mut v = v;
+            v.resize(MAX_RANK, 0);
+            c_array(&v)
+        };
+        let sa = broadcast_strides(&a.ty.shape, &out);
+        let sb = broadcast_strides(&b.ty.shape, &out);
+        let mut dims = out.clone();
+        dims.resize(MAX_RANK, 1);
+        cx.kernel(
+            "st_binary",
+            &[
+                ("a", a.expr),
+                ("b", b.expr),
+                ("y", y.expr),
+                ("op", self.0.code().to_string()),
+                ("rank", out.len().to_string()),
+                ("dims", c_array(&dims)),
+                ("sa", pad(sa)),
+                ("sb", pad(sb)),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// `Sqrt`: y = sqrtf(x).
+#[derive(Debug)]
+pub struct Sqrt;
+
+impl Op for Sqrt {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = req(inputs, 0)?.ty;
+        ensure!(
+            x.dtype == DType::F32,
+            "Sqrt: input must be float32, found {x}"
+        );
+        Ok(vec![x.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let y = x.as_f32().iter().map(|v| v.sqrt()).collect();
+        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_unary",
+            &[
+                ("x", x.expr),
+                ("y", y),
+                ("op", "0".into()),
+                ("n", x.ty.numel().to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
