@@ -29,6 +29,7 @@ pub mod basic;
 pub mod elementwise;
 pub mod loss;
 pub mod train;
+pub mod transformer;
 pub mod util;
 
 /// An op-level failure; the caller adds the node's name and op type.
@@ -186,6 +187,7 @@ impl Registry {
         elementwise::register(&mut r);
         loss::register(&mut r);
         train::register(&mut r);
+        transformer::register(&mut r);
         r
     }
 

@@ -1,0 +1,803 @@
+//! The transformer op set: MatMul, Softmax / SoftmaxGrad, Gelu / GeluGrad,
+//! LayerNormalization / LayerNormalizationGrad.
+//!
+//! GELU needs erf, which neither C99 targets nor Rust's std guarantee to
+//! agree on; both engines therefore compute the GELU maps with the same f64
+//! series ([`erf64`]) and libm's f64 `exp`/`tanh`, rounding once to f32, so
+//! the interpreter and the compiled C agree bit for bit on the host.
+
+use super::util::{broadcast_shape, broadcast_strides, c_array, norm_axis};
+use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::{DType, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&[""], "MatMul", |_| boxed(MatMul));
+    r.add(&[""], "Softmax", |a| {
+        boxed(Softmax {
+            axis: a.int_or("axis", -1),
+            coerce: false,
+        })
+    });
+    // ORT's SoftmaxGrad (opset < 13 softmax): the input is coerced to 2-D at
+    // `axis` (default 1); SoftmaxGrad_13 normalises along the one axis (default -1).
+    r.add(&[MS], "SoftmaxGrad", |a| {
+        boxed(SoftmaxGrad(Softmax {
+            axis: a.int_or("axis", 1),
+            coerce: true,
+        }))
+    });
+    r.add(&[MS], "SoftmaxGrad_13", |a| {
+        boxed(SoftmaxGrad(Softmax {
+            axis: a.int_or("axis", -1),
+            coerce: false,
+        }))
+    });
+    r.add(&[MS, ""], "Gelu", |a| boxed(Gelu(parse_approx(a)?)));
+    r.add(&[MS, ""], "GeluGrad", |a| boxed(GeluGrad(parse_approx(a)?)));
+    r.add(&["", MS], "LayerNormalization", |a| {
+        a.reject_if(
+            a.int_or("stash_type", 1) != 1,
+            "LayerNormalization stash_type other than 1 (float32)",
+        )?;
+        boxed(LayerNorm {
+            axis: a.int_or("axis", -1),
+            epsilon: a.float_or("epsilon", 1e-5),
+        })
+    });
+    r.add(&[MS], "LayerNormalizationGrad", |a| {
+        boxed(LayerNormGrad {
+            axis: a.int_or("axis", -1),
+        })
+    });
+}
+
+fn f32_in<'a>(
+    inputs: &[Option<OpInput<'a>>],
+    i: usize,
+    op: &str,
+) -> Result<&'a TensorType, OpError> {
+    let t = req(inputs, i)?.ty;
+    ensure!(
+        t.dtype == DType::F32,
+        "{op}: input {i} must be float32, found {t}"
+    );
+    Ok(t)
+}
+
+fn pad8(v: &[usize], fill: usize) -> String {
+    let mut v = v.to_vec();
+    v.resize(8, fill);
+    c_array(&v)
+}
+
+// ---------------------------------------------------------------- MatMul
+
+/// numpy `matmul`: batched, batch dims broadcast, 1-D operands promoted.
+#[derive(Debug)]
+pub struct MatMul;
+
+#[derive(Debug)]
+struct MmPlan {
+    out_shape: Vec<usize>,
+    batch: Vec<usize>,
+    /// Element strides of A's and B's matrices along the output batch dims.
+    sa: Vec<usize>,
+    sb: Vec<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+impl MatMul {
+    fn plan(a: &[usize], b: &[usize]) -> Result<MmPlan, OpError> {
+        ensure!(
+            !a.is_empty() && !b.is_empty(),
+            "MatMul: operands must have rank >= 1, found {a:?} and {b:?}"
+        );
+        let a2: Vec<usize> = if a.len() == 1 {
+            vec![1, a[0]]
+        } else {
+            a.to_vec()
+        };
+        let b2: Vec<usize> = if b.len() == 1 {
+            vec![b[0], 1]
+        } else {
+            b.to_vec()
+        };
+        let (m, ka) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+        let (kb, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+        ensure!(ka == kb, "MatMul: inner dimensions differ: {a:?} x {b:?}");
+        let ab = &a2[..a2.len() - 2];
+        let bb = &b2[..b2.len() - 2];
+        let batch = broadcast_shape(ab, bb).map_err(|e| op_err!("MatMul batch dims: {}", e.0))?;
+        ensure!(
+            batch.len() <= 8,
+            "MatMul: batch rank {} exceeds 8",
+            batch.len()
+        );
+        let sa = broadcast_strides(ab, &batch)
+            .iter()
+            .map(|s| s * m * ka)
+            .collect();
+        let sb = broadcast_strides(bb, &batch)
+            .iter()
+            .map(|s| s * kb * n)
+            .collect();
+        let mut out_shape = batch.clone();
+        if a.len() > 1 {
+            out_shape.push(m);
+        }
+        if b.len() > 1 {
+            out_shape.push(n);
+        }
+        Ok(MmPlan {
+            out_shape,
+            batch,
+            sa,
+            sb,
+            m,
+            n,
+            k: ka,
+        })
+    }
+}
+
+impl Op for MatMul {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let a = f32_in(inputs, 0, "MatMul")?;
+        let b = f32_in(inputs, 1, "MatMul")?;
+        Ok(vec![TensorType::f32(
+            Self::plan(&a.shape, &b.shape)?.out_shape,
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let a = arg(inputs, 0)?;
+        let b = arg(inputs, 1)?;
+        let p = Self::plan(&a.shape, &b.shape)?;
+        let (av, bv) = (a.as_f32(), b.as_f32());
+        let nb: usize = p.batch.iter().product();
+        let mut y = vec![0f32; nb * p.m * p.n];
+        for bi in 0..nb {
+            let (mut oa, mut ob, mut rem) = (0, 0, bi);
+            for d in (0..p.batch.len()).rev() {
+                let i = rem % p.batch[d];
+                rem /= p.batch[d];
+                oa += i * p.sa[d];
+                ob += i * p.sb[d];
+            }
+            for i in 0..p.m {
+                for j in 0..p.n {
+                    let mut acc = 0f32;
+                    for q in 0..p.k {
+                        acc += av[oa + i * p.k + q] * bv[ob + q * p.n + j];
+                    }
+                    y[(bi * p.m + i) * p.n + j] = acc;
+                }
+            }
+        }
+        Ok(vec![Tensor::f32(p.out_shape, y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let a = cx.input(0)?.clone();
+        let b = cx.input(1)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        let p = Self::plan(&a.ty.shape, &b.ty.shape)?;
+        cx.kernel(
+            "st_matmul",
+            &[
+                ("a", a.expr),
+                ("b", b.expr),
+                ("y", y),
+                ("nbd", p.batch.len().to_string()),
+                ("bdims", pad8(&p.batch, 1)),
+                ("sa", pad8(&p.sa, 0)),
+                ("sb", pad8(&p.sb, 0)),
+                ("m", p.m.to_string()),
+                ("n", p.n.to_string()),
+                ("k", p.k.to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- Softmax
+
+/// Softmax along `axis` (opset >= 13), or over all dims from `axis` on when
+/// `coerce` (the opset < 13 2-D coercion, used by ORT's `SoftmaxGrad`).
+#[derive(Debug)]
+pub struct Softmax {
+    pub axis: i64,
+    pub coerce: bool,
+}
+
+/// Rows of a softmax: `outer` blocks of `n` elements spaced `inner` apart.
+#[derive(Debug, Clone, Copy)]
+struct Rows {
+    outer: usize,
+    n: usize,
+    inner: usize,
+}
+
+impl Rows {
+    fn count(&self) -> usize {
+        self.outer * self.inner
+    }
+    /// Offset of element 0 of row `r`; elements follow at stride `inner`.
+    fn base(&self, r: usize) -> usize {
+        (r / self.inner) * self.n * self.inner + r % self.inner
+    }
+}
+
+impl Softmax {
+    fn rows(&self, shape: &[usize]) -> Result<Rows, OpError> {
+        let a = norm_axis(self.axis, shape.len())?;
+        ensure!(!shape.is_empty(), "Softmax: input must have rank >= 1");
+        let outer = shape[..a].iter().product();
+        Ok(if self.coerce {
+            Rows {
+                outer,
+                n: shape[a..].iter().product(),
+                inner: 1,
+            }
+        } else {
+            Rows {
+                outer,
+                n: shape[a],
+                inner: shape[a + 1..].iter().product(),
+            }
+        })
+    }
+}
+
+/// Softmax of every row, in the order `st_softmax` uses.
+fn softmax_rows(x: &[f32], rows: Rows, y: &mut [f32]) {
+    for r in 0..rows.count() {
+        let b = rows.base(r);
+        let s = rows.inner;
+        let mut m = x[b];
+        for j in 1..rows.n {
+            if x[b + j * s] > m {
+                m = x[b + j * s];
+            }
+        }
+        let mut sum = 0f32;
+        for j in 0..rows.n {
+            let e = (x[b + j * s] - m).exp();
+            y[b + j * s] = e;
+            sum += e;
+        }
+        for j in 0..rows.n {
+            y[b + j * s] /= sum;
+        }
+    }
+}
+
+impl Op for Softmax {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = f32_in(inputs, 0, "Softmax")?;
+        self.rows(&x.shape)?;
+        Ok(vec![x.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let rows = self.rows(&x.shape)?;
+        let mut y = vec![0f32; x.numel()];
+        softmax_rows(x.as_f32(), rows, &mut y);
+        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        let r = self.rows(&x.ty.shape)?;
+        cx.kernel(
+            "st_softmax",
+            &[
+                ("x", x.expr),
+                ("y", y),
+                ("outer", r.outer.to_string()),
+                ("n", r.n.to_string()),
+                ("inner", r.inner.to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// (dY, Y) → dX = Y ⊙ (dY − Σ(dY ⊙ Y)) along the softmax rows.
+#[derive(Debug)]
+pub struct SoftmaxGrad(pub Softmax);
+
+impl Op for SoftmaxGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let dy = f32_in(inputs, 0, "SoftmaxGrad")?;
+        let y = f32_in(inputs, 1, "SoftmaxGrad")?;
+        ensure!(
+            dy.shape == y.shape,
+            "SoftmaxGrad: dY {dy} and Y {y} differ in shape"
+        );
+        self.0.rows(&y.shape)?;
+        Ok(vec![dy.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?.as_f32();
+        let yt = arg(inputs, 1)?;
+        let y = yt.as_f32();
+        let rows = self.0.rows(&yt.shape)?;
+        let mut dx = vec![0f32; y.len()];
+        for r in 0..rows.count() {
+            let (b, s) = (rows.base(r), rows.inner);
+            let mut dot = 0f32;
+            for j in 0..rows.n {
+                dot += dy[b + j * s] * y[b + j * s];
+            }
+            for j in 0..rows.n {
+                dx[b + j * s] = y[b + j * s] * (dy[b + j * s] - dot);
+            }
+        }
+        Ok(vec![Tensor::f32(yt.shape.clone(), dx)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.expr.clone();
+        let y = cx.input(1)?.clone();
+        let dx = cx.output(0)?.expr.clone();
+        let r = self.0.rows(&y.ty.shape)?;
+        cx.kernel(
+            "st_softmax_grad",
+            &[
+                ("dy", dy),
+                ("y", y.expr),
+                ("dx", dx),
+                ("outer", r.outer.to_string()),
+                ("n", r.n.to_string()),
+                ("inner", r.inner.to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- GELU
+
+/// erf in f64: `2/√π · e^(−x²) · Σ x^(2n+1) 2^n / (2n+1)!!`, a series of
+/// positive terms (no cancellation), relative error ~1e-15; ±1 beyond |x| = 6
+/// where erfc < 2e-17. `st_erf64` in the runtime is the same loop.
+pub fn erf64(x: f64) -> f64 {
+    let ax = x.abs();
+    if ax >= 6.0 {
+        return if x < 0.0 { -1.0 } else { 1.0 };
+    }
+    let x2 = 2.0 * ax * ax;
+    let mut t = ax;
+    let mut sum = 0.0;
+    let mut n = 0.0;
+    while t > 1e-17 * sum || sum == 0.0 {
+        sum += t;
+        n += 1.0;
+        t = t * x2 / (2.0 * n + 1.0);
+        if t == 0.0 {
+            break;
+        }
+    }
+    let r = 1.128_379_167_095_512_6 * (-ax * ax).exp() * sum;
+    if x < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+const INV_SQRT_2: f64 = 0.707_106_781_186_547_5;
+const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+const GELU_C: f64 = 0.044_715;
+
+fn parse_approx(a: &Attrs<'_>) -> Result<bool, OpError> {
+    match a.string_or("approximate", "none").as_str() {
+        "none" => Ok(false),
+        "tanh" => Ok(true),
+        other => Err(op_err!("unsupported: Gelu approximate=`{other}`")),
+    }
+}
+
+/// GELU of one value (exact erf form, or the tanh approximation).
+pub fn gelu(x: f32, tanh: bool) -> f32 {
+    let x = x as f64;
+    let v = if tanh {
+        0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + GELU_C * x * x * x)).tanh())
+    } else {
+        0.5 * x * (1.0 + erf64(x * INV_SQRT_2))
+    };
+    v as f32
+}
+
+/// dY · GELU'(x).
+pub fn gelu_grad(dy: f32, x: f32, tanh: bool) -> f32 {
+    let x = x as f64;
+    let d = if tanh {
+        let u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
+        let t = u.tanh();
+        0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * x * x)
+    } else {
+        0.5 * (1.0 + erf64(x * INV_SQRT_2)) + x * INV_SQRT_2PI * (-0.5 * x * x).exp()
+    };
+    (dy as f64 * d) as f32
+}
+
+#[derive(Debug)]
+pub struct Gelu(pub bool);
+
+impl Op for Gelu {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![f32_in(inputs, 0, "Gelu")?.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let y = x.as_f32().iter().map(|&v| gelu(v, self.0)).collect();
+        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_gelu",
+            &[
+                ("x", x.expr),
+                ("y", y),
+                ("n", x.ty.numel().to_string()),
+                ("approx", (self.0 as u8).to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// (dY, X) → dX = dY · GELU'(X).
+#[derive(Debug)]
+pub struct GeluGrad(pub bool);
+
+impl Op for GeluGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let dy = f32_in(inputs, 0, "GeluGrad")?;
+        let x = f32_in(inputs, 1, "GeluGrad")?;
+        ensure!(
+            dy.shape == x.shape,
+            "GeluGrad: dY {dy} and X {x} differ in shape"
+        );
+        Ok(vec![dy.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?;
+        let x = arg(inputs, 1)?;
+        let v = dy
+            .as_f32()
+            .iter()
+            .zip(x.as_f32())
+            .map(|(&g, &x)| gelu_grad(g, x, self.0))
+            .collect();
+        Ok(vec![Tensor::f32(dy.shape.clone(), v)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.clone();
+        let x = cx.input(1)?.expr.clone();
+        let dx = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_gelu_grad",
+            &[
+                ("dy", dy.expr),
+                ("x", x),
+                ("dx", dx),
+                ("n", dy.ty.numel().to_string()),
+                ("approx", (self.0 as u8).to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- LayerNorm
+
+/// LayerNormalization (opset 17): normalise over dims `axis..`, then scale
+/// and shift; optional outputs Mean and InvStdDev shaped `X.shape[..axis] + 1s`.
+#[derive(Debug)]
+pub struct LayerNorm {
+    pub axis: i64,
+    pub epsilon: f32,
+}
+
+/// Rows and row length of a layer norm over `shape` from `axis`.
+fn ln_dims(shape: &[usize], axis: i64) -> Result<(usize, usize, usize), OpError> {
+    let a = norm_axis(axis, shape.len())?;
+    Ok((a, shape[..a].iter().product(), shape[a..].iter().product()))
+}
+
+/// Stride (1 or 0) of a scale/bias over the normalised dims `norm`.
+fn param_stride(p: &TensorType, norm: &[usize], what: &str) -> Result<usize, OpError> {
+    ensure!(p.dtype == DType::F32, "{what} must be float32, found {p}");
+    let d: usize = norm.iter().product();
+    if p.numel() == 1 {
+        return Ok(0);
+    }
+    let ok = p.numel() == d && broadcast_shape(&p.shape, norm).ok().as_deref() == Some(norm);
+    ensure!(
+        ok,
+        "{what} {p} must have the normalised shape {norm:?} (other broadcasts are unsupported)"
+    );
+    Ok(1)
+}
+
+fn stat_shape(shape: &[usize], a: usize) -> Vec<usize> {
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if i < a { d } else { 1 })
+        .collect()
+}
+
+impl Op for LayerNorm {
+    fn infer(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+    ) -> Result<Vec<TensorType>, OpError> {
+        let x = f32_in(inputs, 0, "LayerNormalization")?;
+        let (a, _, _) = ln_dims(&x.shape, self.axis)?;
+        param_stride(req(inputs, 1)?.ty, &x.shape[a..], "Scale")?;
+        if let Some(b) = inputs.get(2).copied().flatten() {
+            param_stride(b.ty, &x.shape[a..], "B")?;
+        }
+        ensure!(n_outputs <= 3, "LayerNormalization has at most 3 outputs");
+        let st = TensorType::f32(stat_shape(&x.shape, a));
+        Ok(vec![x.clone(), st.clone(), st])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let scale = arg(inputs, 1)?;
+        let bias = inputs.get(2).copied().flatten();
+        let (a, rows, d) = ln_dims(&x.shape, self.axis)?;
+        let norm = &x.shape[a..];
+        let ss = param_stride(&scale.ty(), norm, "Scale")?;
+        let sb = match bias {
+            Some(b) => param_stride(&b.ty(), norm, "B")?,
+            None => 0,
+        };
+        let (xv, sv) = (x.as_f32(), scale.as_f32());
+        let mut y = vec![0f32; xv.len()];
+        let mut means = vec![0f32; rows];
+        let mut invs = vec![0f32; rows];
+        for r in 0..rows {
+            let row = &xv[r * d..(r + 1) * d];
+            let mut sum = 0f32;
+            for &v in row {
+                sum += v;
+            }
+            let mean = sum / d as f32;
+            let mut sq = 0f32;
+            for &v in row {
+                sq += (v - mean) * (v - mean);
+            }
+            let inv = 1.0 / (sq / d as f32 + self.epsilon).sqrt();
+            for j in 0..d {
+                let mut v = (row[j] - mean) * inv * sv[j * ss];
+                if let Some(b) = bias {
+                    v += b.as_f32()[j * sb];
+                }
+                y[r * d + j] = v;
+            }
+            means[r] = mean;
+            invs[r] = inv;
+        }
+        let st = stat_shape(&x.shape, a);
+        let want = |k: usize| outputs.get(k).copied().flatten().is_some();
+        Ok(vec![
+            Tensor::f32(x.shape.clone(), y),
+            if want(1) {
+                Tensor::f32(st.clone(), means)
+            } else {
+                Tensor::absent()
+            },
+            if want(2) {
+                Tensor::f32(st, invs)
+            } else {
+                Tensor::absent()
+            },
+        ])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let scale = cx.input(1)?.clone();
+        let bias = cx.opt_input(2).cloned();
+        let (a, rows, d) = ln_dims(&x.ty.shape, self.axis)?;
+        let norm = &x.ty.shape[a..];
+        let ss = param_stride(&scale.ty, norm, "Scale")?;
+        let sb = match &bias {
+            Some(b) => param_stride(&b.ty, norm, "B")?,
+            None => 0,
+        };
+        let y = cx.output(0)?.expr.clone();
+        let mean = EmitCx::ptr_or_null(cx.opt_output(1));
+        let inv = EmitCx::ptr_or_null(cx.opt_output(2));
+        cx.kernel(
+            "st_layernorm",
+            &[
+                ("x", x.expr),
+                ("scale", scale.expr),
+                ("bias", EmitCx::ptr_or_null(bias.as_ref())),
+                ("y", y),
+                ("mean", mean),
+                ("inv_std", inv),
+                ("rows", rows.to_string()),
+                ("d", d.to_string()),
+                ("ss", ss.to_string()),
+                ("sb", sb.to_string()),
+                ("eps", c_float(self.epsilon)),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// (dY, X, scale, mean, inv_std_dev) → (dX, dScale, dBias), each optional.
+/// dX = inv·(g − mean(g) − x̂·mean(g·x̂)) with g = dY·scale, x̂ = (X − mean)·inv;
+/// dScale = Σ_rows dY·x̂, dBias = Σ_rows dY. Two kernels: rows, then columns.
+#[derive(Debug)]
+pub struct LayerNormGrad {
+    pub axis: i64,
+}
+
+impl LayerNormGrad {
+    fn check(&self, t: [&TensorType; 5]) -> Result<(usize, usize, usize), OpError> {
+        let [dy, x, scale, mean, inv] = t;
+        for (i, ty) in t.iter().enumerate() {
+            ensure!(
+                ty.dtype == DType::F32,
+                "LayerNormalizationGrad: input {i} must be float32, found {ty}"
+            );
+        }
+        ensure!(
+            dy.shape == x.shape,
+            "LayerNormalizationGrad: dY {dy} and X {x} differ in shape"
+        );
+        let (a, rows, d) = ln_dims(&x.shape, self.axis)?;
+        ensure!(
+            param_stride(scale, &x.shape[a..], "scale")? == 1 || d == 1,
+            "LayerNormalizationGrad: scale {scale} must have the normalised shape"
+        );
+        ensure!(
+            mean.numel() == rows && inv.numel() == rows,
+            "LayerNormalizationGrad: mean {mean} / inv_std_dev {inv} must hold {rows} values"
+        );
+        Ok((a, rows, d))
+    }
+}
+
+impl Op for LayerNormGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let t: Vec<&TensorType> = (0..5)
+            .map(|i| req(inputs, i).map(|o| o.ty))
+            .collect::<Result<_, _>>()?;
+        let (a, _, _) = self.check([t[0], t[1], t[2], t[3], t[4]])?;
+        let p = TensorType::f32(t[1].shape[a..].to_vec());
+        Ok(vec![t[1].clone(), p.clone(), p])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let ts: Vec<&Tensor> = (0..5).map(|i| arg(inputs, i)).collect::<Result<_, _>>()?;
+        let tys: Vec<TensorType> = ts.iter().map(|t| t.ty()).collect();
+        let (a, rows, d) = self.check([&tys[0], &tys[1], &tys[2], &tys[3], &tys[4]])?;
+        let (dy, x, sc, mean, inv) = (
+            ts[0].as_f32(),
+            ts[1].as_f32(),
+            ts[2].as_f32(),
+            ts[3].as_f32(),
+            ts[4].as_f32(),
+        );
+        let mut dx = vec![0f32; x.len()];
+        for r in 0..rows {
+            let (m, iv) = (mean[r], inv[r]);
+            let mut sg = 0f32;
+            let mut sgx = 0f32;
+            for j in 0..d {
+                let g = dy[r * d + j] * sc[j];
+                sg += g;
+                sgx += g * ((x[r * d + j] - m) * iv);
+            }
+            let mg = sg / d as f32;
+            let mgx = sgx / d as f32;
+            for j in 0..d {
+                let g = dy[r * d + j] * sc[j];
+                let xh = (x[r * d + j] - m) * iv;
+                dx[r * d + j] = iv * (g - mg - xh * mgx);
+            }
+        }
+        let mut ds = vec![0f32; d];
+        let mut db = vec![0f32; d];
+        for j in 0..d {
+            let (mut s, mut b) = (0f32, 0f32);
+            for r in 0..rows {
+                let g = dy[r * d + j];
+                s += g * ((x[r * d + j] - mean[r]) * inv[r]);
+                b += g;
+            }
+            ds[j] = s;
+            db[j] = b;
+        }
+        let ps = tys[1].shape[a..].to_vec();
+        let want = |k: usize| outputs.get(k).copied().flatten().is_some();
+        Ok(vec![
+            if want(0) {
+                Tensor::f32(tys[1].shape.clone(), dx)
+            } else {
+                Tensor::absent()
+            },
+            if want(1) {
+                Tensor::f32(ps.clone(), ds)
+            } else {
+                Tensor::absent()
+            },
+            if want(2) {
+                Tensor::f32(ps, db)
+            } else {
+                Tensor::absent()
+            },
+        ])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let ins: Vec<_> = (0..5)
+            .map(|i| cx.input(i).cloned())
+            .collect::<Result<_, _>>()?;
+        let (_, rows, d) =
+            self.check([&ins[0].ty, &ins[1].ty, &ins[2].ty, &ins[3].ty, &ins[4].ty])?;
+        let common: Vec<(&str, String)> = vec![
+            ("dy", ins[0].expr.clone()),
+            ("x", ins[1].expr.clone()),
+            ("mean", ins[3].expr.clone()),
+            ("inv_std", ins[4].expr.clone()),
+            ("rows", rows.to_string()),
+            ("d", d.to_string()),
+        ];
+        if let Some(dx) = cx.opt_output(0).map(|o| o.expr.clone()) {
+            let mut f = common.clone();
+            f.push(("scale", ins[2].expr.clone()));
+            f.push(("dx", dx));
+            cx.kernel("st_layernorm_grad_x", &f);
+        }
+        let ds = cx.opt_output(1).cloned();
+        let db = cx.opt_output(2).cloned();
+        if ds.is_some() || db.is_some() {
+            let mut f = common.clone();
+            f.push(("dscale", EmitCx::ptr_or_null(ds.as_ref())));
+            f.push(("dbias", EmitCx::ptr_or_null(db.as_ref())));
+            cx.kernel("st_layernorm_grad_w", &f);
+        }
+        Ok(())
+    }
+}
