@@ -39,7 +39,8 @@ impl Tolerance {
         rel: 1e-5,
     };
     pub fn ok(&self, x: f32, r: f32) -> bool {
-        (x - r).abs() <= self.abs.max(self.rel * r.abs())
+        // Equal values match, infinities included (Pad with value -inf).
+        x == r || (x - r).abs() <= self.abs.max(self.rel * r.abs())
     }
 }
 

@@ -217,11 +217,12 @@ impl Tensor {
     }
 }
 
-/// Largest absolute elementwise difference between two f32 tensors of equal size.
+/// Largest absolute elementwise difference between two f32 tensors of equal
+/// size; equal values (equal infinities too) differ by 0, NaN counts as infinite.
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter()
         .zip(b)
-        .map(|(x, y)| (x - y).abs())
+        .map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() })
         .fold(
             0.0,
             |m, d| if d.is_nan() { f32::INFINITY } else { m.max(d) },

@@ -108,7 +108,7 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     for (k, (_, _, v)) in f.ref_tensors.iter().enumerate() {
         arr(&mut s, &format!("st_ref_{k}"), v);
     }
-    writeln!(s, "\nstatic int check(const char *name, const float *x, const float *r, int n, float *worst) {{\n    int ok = 1;\n    for (int i = 0; i < n; i++) {{\n        float e = fabsf(x[i] - r[i]);\n        float tol = fmaxf(TOL_ABS, TOL_REL * fabsf(r[i]));\n        if (!(e <= tol)) ok = 0;\n        if (!(e <= *worst)) *worst = e;\n    }}\n    if (!ok) printf(\"MISMATCH %s: max abs error %.3g\\n\", name, *worst);\n    return ok;\n}}\n").unwrap();
+    writeln!(s, "\nstatic int check(const char *name, const float *x, const float *r, int n, float *worst) {{\n    int ok = 1;\n    for (int i = 0; i < n; i++) {{\n        float e = x[i] == r[i] ? 0.0f : fabsf(x[i] - r[i]);\n        float tol = fmaxf(TOL_ABS, TOL_REL * fabsf(r[i]));\n        if (!(e <= tol)) ok = 0;\n        if (!(e <= *worst)) *worst = e;\n    }}\n    if (!ok) printf(\"MISMATCH %s: max abs error %.3g\\n\", name, *worst);\n    return ok;\n}}\n").unwrap();
     writeln!(s, "int main(int argc, char **argv) {{").unwrap();
     writeln!(s, "    FILE *res = argc > 1 ? fopen(argv[1], \"wb\") : NULL;\n    int ok = 1;\n    float loss_err = 0.0f, weight_err = 0.0f;\n    (void)loss_err; (void)weight_err;").unwrap();
     writeln!(s, "    st_model_init();").unwrap();

@@ -28,6 +28,7 @@ pub use crate::codegen::cx::{c_float, EmitCx, Operand};
 pub mod basic;
 pub mod elementwise;
 pub mod loss;
+pub mod shape;
 pub mod train;
 pub mod transformer;
 pub mod util;
@@ -186,6 +187,7 @@ impl Registry {
         basic::register(&mut r);
         elementwise::register(&mut r);
         loss::register(&mut r);
+        shape::register(&mut r);
         train::register(&mut r);
         transformer::register(&mut r);
         r
