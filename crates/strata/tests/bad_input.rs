@@ -239,8 +239,8 @@ fn program_larger_than_l2_names_level_and_missing_bytes() {
     );
     // The figure is exact: the lower bound minus the capacity.
     let reg = strata::ops::Registry::standard();
-    let (p, _) = strata::driver::load_program(&ex, None, &reg).unwrap();
-    let lb = strata::driver::plan_program(&p, u64::MAX / 4)
+    let loaded = strata::driver::load_program(&ex, None, &reg).unwrap();
+    let lb = strata::driver::plan_program(loaded.program(), u64::MAX / 4)
         .unwrap()
         .lower_bound;
     assert!(
