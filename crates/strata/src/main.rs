@@ -53,6 +53,25 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Solve a memory-planning instance in MiniMalloc's CSV format (id,lower,upper,size[,alignment][,offset]).
+    Plan {
+        input: PathBuf,
+        /// Memory capacity in bytes; without it the peak is minimised.
+        #[arg(long)]
+        capacity: Option<u64>,
+        /// Minimise the peak (below the capacity, if one is given).
+        #[arg(long)]
+        minimize: bool,
+        /// Seconds the exact search may take.
+        #[arg(long, default_value_t = 1.0)]
+        time_limit: f64,
+        /// Write the solution (the input plus an `offset` column) here; stdout when absent and not --json.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print a JSON summary (buffers, lower bound, peak, proven optimal, seconds).
+        #[arg(long)]
+        json: bool,
+    },
     /// Build the C for a training fixture, run it, and print losses next to the reference and the memory figures.
     Run {
         dir: PathBuf,
@@ -90,7 +109,8 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     "unknown target `{target}` (supported: host)"
                 )));
             }
-            let (p, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let (loaded, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let p = loaded.program();
             println!(
                 "wrote {} ({} nodes: {} training, {} optimizer)",
                 output.display(),
@@ -146,6 +166,21 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 ExitCode::from(2)
             })
         }
+        Cmd::Plan {
+            input,
+            capacity,
+            minimize,
+            time_limit,
+            output,
+            json,
+        } => plan_csv(
+            &input,
+            capacity,
+            minimize,
+            time_limit,
+            output.as_deref(),
+            json,
+        ),
         Cmd::Run { dir, l2, output } => {
             let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
             print!("{}", r.c_output);
@@ -162,4 +197,59 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             })
         }
     }
+}
+
+fn plan_csv(
+    input: &std::path::Path,
+    capacity: Option<u64>,
+    minimize: bool,
+    time_limit: f64,
+    output: Option<&std::path::Path>,
+    json: bool,
+) -> strata::Result<ExitCode> {
+    use strata::Error;
+    let text = std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?;
+    let mut problem = memplan::csv::read(&text).map_err(|e| Error::data(input, e.to_string()))?;
+    if capacity.is_some() {
+        problem.capacity = capacity;
+    }
+    if !(time_limit.is_finite() && time_limit >= 0.0) {
+        return Err(Error::Usage(format!(
+            "--time-limit must be a non-negative number of seconds, found {time_limit}"
+        )));
+    }
+    let opts = memplan::Options {
+        time_limit: std::time::Duration::from_secs_f64(time_limit),
+        minimize: minimize || problem.capacity.is_none(),
+    };
+    let start = std::time::Instant::now();
+    let sol = memplan::solve(&problem, &opts)
+        .map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
+    let seconds = start.elapsed().as_secs_f64();
+    memplan::check(&problem, &sol.offsets).map_err(|e| Error::PlanCheck(e.to_string()))?;
+    let csv = memplan::csv::write(&problem, Some(&sol.offsets));
+    if let Some(out) = output {
+        std::fs::write(out, &csv).map_err(|e| Error::io(out, e))?;
+    }
+    if json {
+        let s = memplan::cli::Summary {
+            buffers: problem.buffers.len(),
+            lower_bound: sol.lower_bound,
+            peak: sol.peak,
+            optimal: sol.optimal,
+            seconds,
+        };
+        println!("{}", s.to_json());
+    } else if output.is_none() {
+        print!("{csv}");
+    } else {
+        println!(
+            "{} buffers: peak {} bytes, lower bound {} bytes{}, {seconds:.3} s",
+            problem.buffers.len(),
+            sol.peak,
+            sol.lower_bound,
+            if sol.optimal { " (optimal)" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
