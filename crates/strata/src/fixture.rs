@@ -311,18 +311,36 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
     let g = &program.graph;
     let in_path = dir.join("inputs.npz");
     let inputs = read_npz(&in_path)?;
-    let mut keys: Vec<&String> = inputs.keys().collect();
-    keys.sort();
-    if keys.len() != g.inputs.len() {
-        return Err(Error::data(
-            &in_path,
-            format!(
-                "holds {} arrays; the graph has {} inputs",
-                keys.len(),
-                g.inputs.len()
-            ),
-        ));
-    }
+    // Arrays match graph inputs by name when every input is named in the
+    // file; otherwise by position (`arr_0`, `arr_1`, ... in numeric order).
+    // Deeploy's files may hold further arrays after the inputs: the values
+    // of the initializers, which the graph already has.
+    let by_name = g.inputs.iter().all(|&t| inputs.contains_key(g.name(t)));
+    let keys: Vec<&String> = if by_name {
+        g.inputs
+            .iter()
+            .map(|&t| inputs.get_key_value(g.name(t)).unwrap().0)
+            .collect()
+    } else {
+        let mut keys: Vec<&String> = inputs.keys().collect();
+        let pos = |k: &str| -> (usize, String) {
+            let n = k.trim_start_matches(|c: char| !c.is_ascii_digit());
+            (n.parse().unwrap_or(usize::MAX), k.to_string())
+        };
+        keys.sort_by_key(|k| pos(k));
+        if keys.len() < g.inputs.len() {
+            return Err(Error::data(
+                &in_path,
+                format!(
+                    "holds {} arrays; the graph has {} inputs",
+                    keys.len(),
+                    g.inputs.len()
+                ),
+            ));
+        }
+        keys.truncate(g.inputs.len());
+        keys
+    };
     let mut row = Vec::new();
     for (k, &t) in keys.iter().zip(&g.inputs) {
         row.push(conform(&inputs[*k], g.ty(t), &in_path, k, g.name(t))?);
@@ -330,7 +348,29 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
     let out_path = dir.join("outputs.npz");
     let outputs = read_npz(&out_path)?;
     let mut ref_tensors = Vec::new();
-    for (k, v) in &outputs {
+    // References match graph outputs by name; some Deeploy files name their
+    // single reference after something else (`input`, `arr_0`): when not
+    // every key names a graph output and the counts agree, match by position.
+    let named = outputs
+        .keys()
+        .all(|k| g.outputs.iter().any(|&o| g.name(o) == k));
+    let by_position = !named && outputs.len() == g.outputs.len();
+    if by_position {
+        let mut keys: Vec<&String> = outputs.keys().collect();
+        keys.sort_by_key(|k| {
+            let n = k.trim_start_matches(|c: char| !c.is_ascii_digit());
+            (n.parse().unwrap_or(usize::MAX), k.to_string())
+        });
+        for (k, &t) in keys.iter().zip(&g.outputs) {
+            let name = g.name(t).to_string();
+            ref_tensors.push((
+                name.clone(),
+                t,
+                conform(&outputs[*k], g.ty(t), &out_path, k, &name)?,
+            ));
+        }
+    }
+    for (k, v) in outputs.iter().filter(|_| !by_position) {
         let t = g.find(k).ok_or_else(|| {
             Error::data(
                 &out_path,
