@@ -26,6 +26,7 @@ use crate::tensor::{Tensor, TensorType};
 pub use crate::codegen::cx::{c_float, EmitCx, Operand};
 
 pub mod basic;
+pub mod conv;
 pub mod loss;
 pub mod train;
 pub mod util;
@@ -182,6 +183,7 @@ impl Registry {
     pub fn standard() -> Registry {
         let mut r = Registry::empty();
         basic::register(&mut r);
+        conv::register(&mut r);
         loss::register(&mut r);
         train::register(&mut r);
         r
