@@ -28,6 +28,7 @@ pub use crate::codegen::cx::{c_float, EmitCx, Operand};
 pub mod basic;
 pub mod conv;
 pub mod loss;
+pub mod pool;
 pub mod train;
 pub mod util;
 
@@ -184,6 +185,7 @@ impl Registry {
         let mut r = Registry::empty();
         basic::register(&mut r);
         conv::register(&mut r);
+        pool::register(&mut r);
         loss::register(&mut r);
         train::register(&mut r);
         r
