@@ -28,6 +28,7 @@ pub use crate::codegen::cx::{c_float, EmitCx, Operand};
 pub mod basic;
 pub mod conv;
 pub mod loss;
+pub mod norm;
 pub mod pool;
 pub mod train;
 pub mod util;
@@ -186,6 +187,7 @@ impl Registry {
         basic::register(&mut r);
         conv::register(&mut r);
         pool::register(&mut r);
+        norm::register_batchnorm(&mut r);
         loss::register(&mut r);
         train::register(&mut r);
         r
