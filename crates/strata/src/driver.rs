@@ -2,7 +2,7 @@
 //! `compile` (program → plan → C project) and `check` (fixture → engine →
 //! comparison with the reference).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -23,37 +23,36 @@ pub enum Engine {
     C,
 }
 
-/// Load a program: a training directory (`<m>_train` or the model directory
-/// holding it), or an `.onnx` file with an optional optimizer.
-pub fn load_program(
-    input: &Path,
-    optimizer: Option<&Path>,
-    reg: &Registry,
-) -> Result<(Program, Option<Fixture>)> {
+/// What `compile` reads: a fixture directory (program plus data and
+/// references) or a bare program from `.onnx` files.
+pub enum Loaded {
+    Fixture(Box<Fixture>),
+    Program(Program),
+}
+
+impl Loaded {
+    pub fn program(&self) -> &Program {
+        match self {
+            Loaded::Fixture(f) => &f.program,
+            Loaded::Program(p) => p,
+        }
+    }
+}
+
+/// Load a program: a training directory (`<m>_train`, or the model directory
+/// holding it) or kernel test, or an `.onnx` file with an optional optimizer.
+pub fn load_program(input: &Path, optimizer: Option<&Path>, reg: &Registry) -> Result<Loaded> {
     if input.is_dir() {
-        let f = fixture::load(input, reg)?;
         if optimizer.is_some() {
             return Err(Error::Usage(
                 "--optimizer is only for a single .onnx file; a training directory brings its own"
                     .into(),
             ));
         }
-        // The fixture owns the program; compile from a fresh copy of it.
-        let p = match f.kind {
-            fixture::Kind::Training => {
-                let train = f.dir.join("network.onnx");
-                let opt = sibling_optimizer(&f.dir);
-                Program::training(&train, opt.as_deref(), reg)?
-            }
-            fixture::Kind::Kernel => Program::single(crate::onnx::import(
-                &crate::onnx::load(&f.dir.join("network.onnx"))?,
-                reg,
-            )?)?,
-        };
-        return Ok((p, Some(f)));
+        return Ok(Loaded::Fixture(Box::new(fixture::load(input, reg)?)));
     }
     let model = crate::onnx::load(input)?;
-    let gp = model.proto.graph.as_ref().unwrap();
+    let gp = model.proto.graph.as_ref().expect("decode checks the graph");
     let training = gp
         .input
         .iter()
@@ -64,17 +63,7 @@ pub fn load_program(
     } else {
         Program::single(crate::onnx::import(&model, reg)?)?
     };
-    Ok((p, None))
-}
-
-fn sibling_optimizer(train_dir: &Path) -> Option<PathBuf> {
-    let name = train_dir.file_name()?.to_string_lossy().into_owned();
-    let stem = name.strip_suffix("_train")?;
-    let p = train_dir
-        .parent()?
-        .join(format!("{stem}_optimizer"))
-        .join("network.onnx");
-    p.is_file().then_some(p)
+    Ok(Loaded::Program(p))
 }
 
 /// Plan a program into L2 and check the plan independently.
@@ -146,21 +135,19 @@ pub fn compile(
     l2: u64,
     out: &Path,
     reg: &Registry,
-) -> Result<(Program, MemoryPlan)> {
-    let (p, fx) = load_program(input, optimizer, reg)?;
-    let plan = plan_program(&p, l2)?;
-    let harness = match &fx {
-        Some(f) => {
-            let plan_f = plan_program(&f.program, l2)?;
-            Some(crate::codegen::harness::emit(f, &plan_f))
-        }
-        None => None,
+) -> Result<(Loaded, MemoryPlan)> {
+    let loaded = load_program(input, optimizer, reg)?;
+    let p = loaded.program();
+    let plan = plan_program(p, l2)?;
+    let harness = match &loaded {
+        Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
+        Loaded::Program(_) => None,
     };
     // Write into a fresh directory first so a failure leaves no partial project behind.
     let tmp = out.with_extension("strata-partial");
     let _ = std::fs::remove_dir_all(&tmp);
-    crate::codegen::write_project(&tmp, &p, &plan, harness.as_deref())?;
-    let summary = plan_summary(&p, &plan);
+    crate::codegen::write_project(&tmp, p, &plan, harness.as_deref())?;
+    let summary = plan_summary(p, &plan);
     std::fs::write(tmp.join("plan.txt"), &summary)
         .map_err(|e| Error::io(tmp.join("plan.txt"), e))?;
     let json = serde_json::to_string_pretty(&plan).expect("plan serializes");
@@ -169,7 +156,7 @@ pub fn compile(
         std::fs::remove_dir_all(out).map_err(|e| Error::io(out, e))?;
     }
     std::fs::rename(&tmp, out).map_err(|e| Error::io(out, e))?;
-    Ok((p, plan))
+    Ok((loaded, plan))
 }
 
 /// The outcome of `strata check`.

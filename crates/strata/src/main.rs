@@ -109,7 +109,8 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     "unknown target `{target}` (supported: host)"
                 )));
             }
-            let (p, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let (loaded, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let p = loaded.program();
             println!(
                 "wrote {} ({} nodes: {} training, {} optimizer)",
                 output.display(),
@@ -165,7 +166,21 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 ExitCode::from(2)
             })
         }
-        Cmd::Plan { input, capacity, minimize, time_limit, output, json } => plan_csv(&input, capacity, minimize, time_limit, output.as_deref(), json),
+        Cmd::Plan {
+            input,
+            capacity,
+            minimize,
+            time_limit,
+            output,
+            json,
+        } => plan_csv(
+            &input,
+            capacity,
+            minimize,
+            time_limit,
+            output.as_deref(),
+            json,
+        ),
         Cmd::Run { dir, l2, output } => {
             let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
             print!("{}", r.c_output);
@@ -184,7 +199,14 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
     }
 }
 
-fn plan_csv(input: &std::path::Path, capacity: Option<u64>, minimize: bool, time_limit: f64, output: Option<&std::path::Path>, json: bool) -> strata::Result<ExitCode> {
+fn plan_csv(
+    input: &std::path::Path,
+    capacity: Option<u64>,
+    minimize: bool,
+    time_limit: f64,
+    output: Option<&std::path::Path>,
+    json: bool,
+) -> strata::Result<ExitCode> {
     use strata::Error;
     let text = std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?;
     let mut problem = memplan::csv::read(&text).map_err(|e| Error::data(input, e.to_string()))?;
@@ -192,11 +214,17 @@ fn plan_csv(input: &std::path::Path, capacity: Option<u64>, minimize: bool, time
         problem.capacity = capacity;
     }
     if !(time_limit.is_finite() && time_limit >= 0.0) {
-        return Err(Error::Usage(format!("--time-limit must be a non-negative number of seconds, found {time_limit}")));
+        return Err(Error::Usage(format!(
+            "--time-limit must be a non-negative number of seconds, found {time_limit}"
+        )));
     }
-    let opts = memplan::Options { time_limit: std::time::Duration::from_secs_f64(time_limit), minimize: minimize || problem.capacity.is_none() };
+    let opts = memplan::Options {
+        time_limit: std::time::Duration::from_secs_f64(time_limit),
+        minimize: minimize || problem.capacity.is_none(),
+    };
     let start = std::time::Instant::now();
-    let sol = memplan::solve(&problem, &opts).map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
+    let sol = memplan::solve(&problem, &opts)
+        .map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
     let seconds = start.elapsed().as_secs_f64();
     memplan::check(&problem, &sol.offsets).map_err(|e| Error::PlanCheck(e.to_string()))?;
     let csv = memplan::csv::write(&problem, Some(&sol.offsets));
@@ -204,12 +232,24 @@ fn plan_csv(input: &std::path::Path, capacity: Option<u64>, minimize: bool, time
         std::fs::write(out, &csv).map_err(|e| Error::io(out, e))?;
     }
     if json {
-        let s = memplan::cli::Summary { buffers: problem.buffers.len(), lower_bound: sol.lower_bound, peak: sol.peak, optimal: sol.optimal, seconds };
+        let s = memplan::cli::Summary {
+            buffers: problem.buffers.len(),
+            lower_bound: sol.lower_bound,
+            peak: sol.peak,
+            optimal: sol.optimal,
+            seconds,
+        };
         println!("{}", s.to_json());
     } else if output.is_none() {
         print!("{csv}");
     } else {
-        println!("{} buffers: peak {} bytes, lower bound {} bytes{}, {seconds:.3} s", problem.buffers.len(), sol.peak, sol.lower_bound, if sol.optimal { " (optimal)" } else { "" });
+        println!(
+            "{} buffers: peak {} bytes, lower bound {} bytes{}, {seconds:.3} s",
+            problem.buffers.len(),
+            sol.peak,
+            sol.lower_bound,
+            if sol.optimal { " (optimal)" } else { "" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

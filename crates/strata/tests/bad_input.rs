@@ -239,8 +239,8 @@ fn program_larger_than_l2_names_level_and_missing_bytes() {
     );
     // The figure is exact: the lower bound minus the capacity.
     let reg = strata::ops::Registry::standard();
-    let (p, _) = strata::driver::load_program(&ex, None, &reg).unwrap();
-    let lb = strata::driver::plan_program(&p, u64::MAX / 4)
+    let loaded = strata::driver::load_program(&ex, None, &reg).unwrap();
+    let lb = strata::driver::plan_program(loaded.program(), u64::MAX / 4)
         .unwrap()
         .lower_bound;
     assert!(
@@ -267,4 +267,47 @@ fn missing_fixture_dir_and_unknown_target() {
     ]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown target `gpu`"), "{err}");
+}
+
+/// Corrupted models (bytes flipped, cut, duplicated) give errors or valid
+/// programs, never a panic: the importer's fuzz test under a fixed budget.
+#[test]
+fn corrupted_models_never_panic() {
+    let base = example_onnx();
+    let reg = strata::ops::Registry::standard();
+    let mut rng = strata::testing::Rng(0xfeed);
+    let mut errors = 0;
+    for i in 0..400 {
+        let mut b = base.clone();
+        match i % 3 {
+            0 => {
+                for _ in 0..1 + rng.below(8) {
+                    let k = rng.below(b.len());
+                    b[k] = rng.next_u64() as u8;
+                }
+            }
+            1 => b.truncate(rng.below(b.len())),
+            _ => {
+                let (s, n) = (rng.below(b.len()), rng.below(64));
+                let chunk: Vec<u8> = b[s..(s + n).min(b.len())].to_vec();
+                let at = rng.below(b.len());
+                b.splice(at..at, chunk);
+            }
+        }
+        let r = std::panic::catch_unwind(|| {
+            let m = strata::onnx::decode(&b, Path::new("fuzz.onnx"))?;
+            let g = strata::onnx::import(&m, &reg)?;
+            let p = strata::program::Program::single(g)?;
+            strata::driver::plan_program(&p, 1 << 24).map(|_| ())
+        });
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => errors += 1,
+            Err(_) => panic!("mutation {i} made strata panic"),
+        }
+    }
+    assert!(
+        errors > 100,
+        "the mutations should mostly be rejected ({errors})"
+    );
 }

@@ -158,8 +158,9 @@ fn chain_reaches_hand_computed_bound() {
 fn aliases_share_storage_in_the_example() {
     let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mlp");
     let reg = Registry::standard();
-    let (p, _) = strata::driver::load_program(&ex, None, &reg).unwrap();
-    let pl = strata::driver::plan_program(&p, 1 << 20).unwrap();
+    let loaded = strata::driver::load_program(&ex, None, &reg).unwrap();
+    let p = loaded.program();
+    let pl = strata::driver::plan_program(p, 1 << 20).unwrap();
     let g = &p.graph;
     for &acc in &p.accumulators {
         let out = g

@@ -97,7 +97,6 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
         )
         .unwrap();
     }
-    let n_loss = if p.loss.is_some() { f.n_batches } else { 0 };
     if let Some(l) = &f.ref_losses {
         arr(
             &mut s,
@@ -179,7 +178,6 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
         }
         writeln!(s, "    if (res) fwrite({e}, 1, {}, res);", g.ty(*t).bytes()).unwrap();
     }
-    let _ = n_loss;
     writeln!(s, "    if (res) fclose(res);").unwrap();
     writeln!(s, "    printf(\"arena L2 %d bytes; max abs loss error %.3g; max abs weight error %.3g; %s\\n\", ST_L2_BYTES, loss_err, weight_err, ok ? \"OK\" : \"FAILED\");").unwrap();
     writeln!(s, "    return ok ? 0 : 1;\n}}").unwrap();

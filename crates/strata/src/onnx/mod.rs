@@ -71,6 +71,7 @@ pub fn tensor_from_proto(t: &proto::TensorProto) -> Result<Tensor, String> {
             usize::try_from(d).map_err(|_| format!("tensor `{}`: negative dimension {d}", t.name))
         })
         .collect::<Result<_, _>>()?;
+    checked_size(&t.name, &shape, dtype)?;
     let n: usize = shape.iter().product();
     let ty = TensorType::new(dtype, shape.clone());
     if !t.raw_data.is_empty() {
@@ -140,7 +141,18 @@ fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String> {
             }
         }
     }
+    checked_size(&v.name, &shape, dtype)?;
     Ok(TensorType::new(dtype, shape))
+}
+
+/// Reject shapes whose byte size overflows or exceeds anything a device holds.
+fn checked_size(name: &str, shape: &[usize], dtype: DType) -> Result<usize, String> {
+    const MAX_BYTES: usize = 1 << 40;
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+        .filter(|&b| b <= MAX_BYTES);
+    bytes.ok_or_else(|| format!("`{name}` with shape {shape:?} is larger than {MAX_BYTES} bytes"))
 }
 
 /// Fold a `Constant` node into a tensor.
