@@ -349,16 +349,33 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
     let out_path = dir.join("outputs.npz");
     let outputs = read_npz(&out_path)?;
     let mut ref_tensors = Vec::new();
-    // A lone reference whose name the graph lacks is the lone graph output.
-    let lone = (outputs.len() == 1 && g.outputs.len() == 1).then(|| g.outputs[0]);
-    for (k, v) in &outputs {
-        let t = g.find(k).or(lone).ok_or_else(|| {
-            Error::data(
-                &out_path,
-                format!("reference `{k}` names no tensor of the graph"),
-            )
-        })?;
-        ref_tensors.push((k.clone(), t, conform(v, g.ty(t), &out_path, k, k)?));
+    // References match graph outputs by name. Some Deeploy files name their
+    // references after something else (`input`, `arr_0`): when a key names no
+    // graph output and the counts agree, they match by position (numeric order).
+    let named = outputs
+        .keys()
+        .all(|k| g.outputs.iter().any(|&o| g.name(o) == k));
+    if !named && outputs.len() == g.outputs.len() {
+        let mut keys: Vec<&String> = outputs.keys().collect();
+        keys.sort_by_key(|k| (k.len(), k.as_str()));
+        for (k, &t) in keys.iter().zip(&g.outputs) {
+            let name = g.name(t).to_string();
+            ref_tensors.push((
+                name.clone(),
+                t,
+                conform(&outputs[*k], g.ty(t), &out_path, k, &name)?,
+            ));
+        }
+    } else {
+        for (k, v) in &outputs {
+            let t = g.find(k).ok_or_else(|| {
+                Error::data(
+                    &out_path,
+                    format!("reference `{k}` names no tensor of the graph"),
+                )
+            })?;
+            ref_tensors.push((k.clone(), t, conform(v, g.ty(t), &out_path, k, k)?));
+        }
     }
     Ok(Fixture {
         dir: dir.to_path_buf(),

@@ -102,6 +102,30 @@ fn autoencoder_matches_onnx_runtime() {
     }
 }
 
+/// The CNN training programs (issue: CNN ops): every loss, weight and
+/// BatchNorm running statistic within 1e-4 of ONNX Runtime, untiled in one
+/// level; the plan's bytes and lower bound are printed.
+#[test]
+fn cnn_training_programs_match_onnx_runtime() {
+    let Some(s) = shared() else { return };
+    for m in ["DSCNN", "ResNet8"] {
+        let dir = s.join("fixtures/deeploy/Training").join(m);
+        check_both(&dir);
+        let r = driver::check(
+            &dir,
+            Engine::Interp,
+            driver::DEFAULT_L2,
+            None,
+            &Registry::standard(),
+        )
+        .unwrap();
+        eprintln!(
+            "{m}: L2 arena {} bytes, lower bound {} bytes",
+            r.arena_bytes["L2"], r.lower_bound_bytes["L2"]
+        );
+    }
+}
+
 /// The same inputs give byte-identical C and plans.
 #[test]
 fn compile_is_deterministic() {

@@ -26,8 +26,11 @@ use crate::tensor::{Tensor, TensorType};
 pub use crate::codegen::cx::{c_float, EmitCx, Operand};
 
 pub mod basic;
+pub mod conv;
 pub mod elementwise;
 pub mod loss;
+pub mod norm;
+pub mod pool;
 pub mod shape;
 pub mod train;
 pub mod transformer;
@@ -186,6 +189,9 @@ impl Registry {
         let mut r = Registry::empty();
         basic::register(&mut r);
         elementwise::register(&mut r);
+        conv::register(&mut r);
+        pool::register(&mut r);
+        norm::register_batchnorm(&mut r);
         loss::register(&mut r);
         shape::register(&mut r);
         train::register(&mut r);

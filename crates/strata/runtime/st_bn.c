@@ -1,0 +1,73 @@
+#include "st_bn.h"
+
+/* Channels split over cores. */
+void st_bn_train(void *args) {
+    const st_bn_train_args *a = (const st_bn_train_args *)args;
+    size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
+    float m = (float)((size_t)a->n * sp);
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        float sum = 0.0f;
+        for (int n = 0; n < a->n; n++) {
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) sum += xp[i];
+        }
+        float mean = sum / m;
+        float sq = 0.0f;
+        for (int n = 0; n < a->n; n++) {
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) {
+                float d = xp[i] - mean;
+                sq += d * d;
+            }
+        }
+        float var = sq / m;
+        float inv = 1.0f / sqrtf(var + a->eps);
+        if (a->y) {
+            float k = a->scale[c] * inv, b = a->b[c];
+            for (int n = 0; n < a->n; n++) {
+                const float *xp = a->x + (size_t)n * cs + c * sp;
+                float *yp = a->y + (size_t)n * cs + c * sp;
+                for (size_t i = 0; i < sp; i++) yp[i] = (xp[i] - mean) * k + b;
+            }
+        }
+        if (a->smean) a->smean[c] = mean;
+        if (a->sinv) a->sinv[c] = inv;
+        if (a->rm_out) a->rm_out[c] = a->mom * a->rm[c] + (1.0f - a->mom) * mean;
+        if (a->rv_out) a->rv_out[c] = a->mom * a->rv[c] + (1.0f - a->mom) * var;
+    }
+}
+
+/* Channels split over cores. */
+void st_bn_grad(void *args) {
+    const st_bn_grad_args *a = (const st_bn_grad_args *)args;
+    size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
+    float m = (float)((size_t)a->n * sp);
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        float mean = a->mean[c], inv = a->inv[c];
+        float db = 0.0f, dxm = 0.0f;
+        for (int n = 0; n < a->n; n++) {
+            const float *dyp = a->dy + (size_t)n * cs + c * sp;
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) {
+                db += dyp[i];
+                dxm += dyp[i] * (xp[i] - mean);
+            }
+        }
+        if (a->dbias) a->dbias[c] = db;
+        if (a->dscale) a->dscale[c] = dxm * inv;
+        if (a->dx) {
+            float k1 = db / m, k2 = dxm * inv * inv / m, coef = a->scale[c] * inv;
+            for (int n = 0; n < a->n; n++) {
+                const float *dyp = a->dy + (size_t)n * cs + c * sp;
+                const float *xp = a->x + (size_t)n * cs + c * sp;
+                float *dxp = a->dx + (size_t)n * cs + c * sp;
+                for (size_t i = 0; i < sp; i++)
+                    dxp[i] = coef * (dyp[i] - k1 - (xp[i] - mean) * k2);
+            }
+        }
+    }
+}

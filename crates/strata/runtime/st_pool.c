@@ -1,0 +1,137 @@
+#include "st_pool.h"
+#include <float.h>
+
+/* Rows (n, c, oy) of y, split over cores. */
+void st_maxpool(void *args) {
+    const st_maxpool_args *a = (const st_maxpool_args *)args;
+    const st_geom *g = &a->g;
+    size_t lo, hi;
+    st_split((size_t)g->n * (size_t)g->cin * (size_t)g->oh, &lo, &hi);
+    for (size_t r = lo; r < hi; r++) {
+        int oy = (int)(r % (size_t)g->oh);
+        size_t plane = r / (size_t)g->oh;
+        size_t base = plane * (size_t)g->h * (size_t)g->w;
+        for (int ox = 0; ox < g->ow; ox++) {
+            float best = -FLT_MAX;
+            int64_t at = -1;
+            for (int ky = 0; ky < g->kh; ky++) {
+                int iy = oy * g->sh - g->pt + ky;
+                if (iy < 0 || iy >= g->h) continue;
+                for (int kx = 0; kx < g->kw; kx++) {
+                    int ix = ox * g->sw - g->pl + kx;
+                    if (ix < 0 || ix >= g->w) continue;
+                    size_t off = base + (size_t)iy * (size_t)g->w + (size_t)ix;
+                    if (a->x[off] > best) {
+                        best = a->x[off];
+                        at = (int64_t)off;
+                    }
+                }
+            }
+            a->y[r * (size_t)g->ow + (size_t)ox] = best;
+            if (a->idx) a->idx[r * (size_t)g->ow + (size_t)ox] = at;
+        }
+    }
+}
+
+/* (n, c) planes, split over cores: a plane's indices point into the plane. */
+void st_maxpool_grad(void *args) {
+    const st_maxpool_grad_args *a = (const st_maxpool_grad_args *)args;
+    const st_geom *g = &a->g;
+    size_t in_plane = (size_t)g->h * (size_t)g->w, out_plane = (size_t)g->oh * (size_t)g->ow;
+    size_t lo, hi;
+    st_split((size_t)g->n * (size_t)g->cin, &lo, &hi);
+    for (size_t p = lo; p < hi; p++) {
+        size_t first = p * in_plane, last = first + in_plane;
+        for (size_t i = first; i < last; i++) a->dx[i] = 0.0f;
+        for (size_t o = p * out_plane; o < (p + 1) * out_plane; o++) {
+            int64_t at = a->idx[o];
+            if (at < 0 || (size_t)at < first || (size_t)at >= last) continue;
+            a->dx[at] += a->dy[o];
+        }
+    }
+}
+
+/* Valid taps [lo, hi) of a window starting at s of k over an axis of n. */
+static int st_pool_span(int s, int k, int n) {
+    int b = s < 0 ? 0 : s, e = s + k > n ? n : s + k;
+    return e > b ? e - b : 0;
+}
+
+static float st_pool_div(const st_geom *g, int oy, int ox, int include_pad) {
+    if (include_pad) return (float)(g->kh * g->kw);
+    return (float)(st_pool_span(oy * g->sh - g->pt, g->kh, g->h) *
+                   st_pool_span(ox * g->sw - g->pl, g->kw, g->w));
+}
+
+/* Rows (n, c, oy) of y, split over cores. */
+void st_avgpool(void *args) {
+    const st_avgpool_args *a = (const st_avgpool_args *)args;
+    const st_geom *g = &a->g;
+    size_t lo, hi;
+    st_split((size_t)g->n * (size_t)g->cin * (size_t)g->oh, &lo, &hi);
+    for (size_t r = lo; r < hi; r++) {
+        int oy = (int)(r % (size_t)g->oh);
+        const float *xp = a->x + (r / (size_t)g->oh) * (size_t)g->h * (size_t)g->w;
+        for (int ox = 0; ox < g->ow; ox++) {
+            float acc = 0.0f;
+            for (int ky = 0; ky < g->kh; ky++) {
+                int iy = oy * g->sh - g->pt + ky;
+                if (iy < 0 || iy >= g->h) continue;
+                for (int kx = 0; kx < g->kw; kx++) {
+                    int ix = ox * g->sw - g->pl + kx;
+                    if (ix < 0 || ix >= g->w) continue;
+                    acc += xp[iy * g->w + ix];
+                }
+            }
+            a->y[r * (size_t)g->ow + (size_t)ox] = acc / st_pool_div(g, oy, ox, a->include_pad);
+        }
+    }
+}
+
+/* Rows (n, c, iy) of dx, split over cores; each element gathers. */
+void st_avgpool_grad(void *args) {
+    const st_avgpool_grad_args *a = (const st_avgpool_grad_args *)args;
+    const st_geom *g = &a->g;
+    size_t lo, hi;
+    st_split((size_t)g->n * (size_t)g->cin * (size_t)g->h, &lo, &hi);
+    for (size_t r = lo; r < hi; r++) {
+        int iy = (int)(r % (size_t)g->h);
+        const float *dyp = a->dy + (r / (size_t)g->h) * (size_t)g->oh * (size_t)g->ow;
+        for (int ix = 0; ix < g->w; ix++) {
+            float acc = 0.0f;
+            for (int ky = 0; ky < g->kh; ky++) {
+                int ty = iy + g->pt - ky;
+                if (ty < 0 || ty % g->sh != 0) continue;
+                int oy = ty / g->sh;
+                if (oy >= g->oh) continue;
+                for (int kx = 0; kx < g->kw; kx++) {
+                    int tx = ix + g->pl - kx;
+                    if (tx < 0 || tx % g->sw != 0) continue;
+                    int ox = tx / g->sw;
+                    if (ox >= g->ow) continue;
+                    acc += dyp[oy * g->ow + ox] / st_pool_div(g, oy, ox, a->include_pad);
+                }
+            }
+            a->dx[r * (size_t)g->w + (size_t)ix] = acc;
+        }
+    }
+}
+
+void st_gap(void *args) {
+    const st_gap_args *a = (const st_gap_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->planes, &lo, &hi);
+    for (size_t p = lo; p < hi; p++) {
+        const float *xp = a->x + p * (size_t)a->hw;
+        float acc = 0.0f;
+        for (int i = 0; i < a->hw; i++) acc += xp[i];
+        a->y[p] = acc / (float)a->hw;
+    }
+}
+
+void st_gap_grad(void *args) {
+    const st_gap_grad_args *a = (const st_gap_grad_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->planes * (size_t)a->hw, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) a->dx[i] = a->dy[i / (size_t)a->hw] / (float)a->hw;
+}

@@ -1,0 +1,323 @@
+//! Normalization ops.
+//!
+//! BatchNorm (training mode, ONNX Runtime's contrib ops): BatchNormInternal
+//! computes per-channel batch statistics over `[N, C, spatial...]` (biased
+//! variance), normalizes, and updates the running statistics in place
+//! (outputs 1 and 2 alias inputs 3 and 4, so the program keeps them as
+//! persistent state); BatchNormalizationGrad is its gradient from the saved
+//! mean and inverse standard deviation. Both C kernels split channels over
+//! cores; the reference kernels repeat their loops and f32 arithmetic.
+
+use super::{
+    arg, boxed, c_float, req, Alias, AliasKind, EmitCx, Op, OpError, OpInput, Registry, MS,
+};
+use crate::ensure;
+use crate::tensor::{DType, Tensor, TensorType};
+
+pub fn register_batchnorm(r: &mut Registry) {
+    r.add(&[MS], "BatchNormInternal", |a| {
+        a.reject_if(
+            a.int_or("training_mode", 1) == 0,
+            "BatchNormInternal with training_mode=0",
+        )?;
+        boxed(BatchNormTrain {
+            eps: a.float_or("epsilon", 1e-5),
+            momentum: a.float_or("momentum", 0.9),
+        })
+    });
+    r.add(&[MS, ""], "BatchNormalizationGrad", |_| {
+        boxed(BatchNormGrad)
+    });
+}
+
+/// (n, c, sp) of a `[N, C, spatial...]` shape.
+fn bn_dims(shape: &[usize]) -> Result<(usize, usize, usize), OpError> {
+    ensure!(shape.len() >= 2, "X must be [N, C, ...], found {shape:?}");
+    Ok((shape[0], shape[1], shape[2..].iter().product()))
+}
+
+fn f32_ty<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<&'a TensorType, OpError> {
+    let t = req(inputs, i)?.ty;
+    ensure!(
+        t.dtype == DType::F32,
+        "input {i} must be float32, found {t}"
+    );
+    Ok(t)
+}
+
+/// Check that the inputs at `idx` are float32 `[c]`.
+fn per_channel(
+    inputs: &[Option<OpInput<'_>>],
+    idx: &[usize],
+    c: usize,
+    names: &[&str],
+) -> Result<(), OpError> {
+    for (&i, name) in idx.iter().zip(names) {
+        let t = f32_ty(inputs, i)?;
+        ensure!(t.shape == [c], "{name} must be [{c}], found {t}");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- BatchNormInternal
+
+#[derive(Debug)]
+pub struct BatchNormTrain {
+    pub eps: f32,
+    pub momentum: f32,
+}
+
+/// Results of the training-mode forward pass.
+pub struct BnOut {
+    pub y: Vec<f32>,
+    pub running_mean: Vec<f32>,
+    pub running_var: Vec<f32>,
+    pub mean: Vec<f32>,
+    pub inv_std: Vec<f32>,
+}
+
+/// The loops of `st_bn_train`.
+#[allow(clippy::too_many_arguments)]
+pub fn bn_train(
+    x: &[f32],
+    scale: &[f32],
+    b: &[f32],
+    rm: &[f32],
+    rv: &[f32],
+    (n, c, sp): (usize, usize, usize),
+    eps: f32,
+    mom: f32,
+) -> BnOut {
+    let m = (n * sp) as f32;
+    let mut o = BnOut {
+        y: vec![0f32; n * c * sp],
+        running_mean: vec![0f32; c],
+        running_var: vec![0f32; c],
+        mean: vec![0f32; c],
+        inv_std: vec![0f32; c],
+    };
+    for ch in 0..c {
+        let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
+        let mut sum = 0f32;
+        for k in 0..n {
+            for v in &x[plane(k)] {
+                sum += v;
+            }
+        }
+        let mean = sum / m;
+        let mut sq = 0f32;
+        for k in 0..n {
+            for v in &x[plane(k)] {
+                let d = v - mean;
+                sq += d * d;
+            }
+        }
+        let var = sq / m;
+        let inv = 1.0f32 / (var + eps).sqrt();
+        let (kf, bias) = (scale[ch] * inv, b[ch]);
+        for k in 0..n {
+            for i in plane(k) {
+                o.y[i] = (x[i] - mean) * kf + bias;
+            }
+        }
+        o.mean[ch] = mean;
+        o.inv_std[ch] = inv;
+        o.running_mean[ch] = mom * rm[ch] + (1.0 - mom) * mean;
+        o.running_var[ch] = mom * rv[ch] + (1.0 - mom) * var;
+    }
+    o
+}
+
+impl Op for BatchNormTrain {
+    fn infer(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+    ) -> Result<Vec<TensorType>, OpError> {
+        let x = f32_ty(inputs, 0)?;
+        let (_, c, _) = bn_dims(&x.shape)?;
+        per_channel(
+            inputs,
+            &[1, 2, 3, 4],
+            c,
+            &["scale", "B", "running_mean", "running_var"],
+        )?;
+        ensure!(n_outputs <= 5, "has at most 5 outputs");
+        let mut out = vec![x.clone()];
+        out.extend((1..n_outputs.max(1)).map(|_| TensorType::f32(vec![c])));
+        Ok(out)
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let dims = bn_dims(&x.shape)?;
+        let f = |i: usize| arg(inputs, i).map(|t| t.as_f32());
+        let o = bn_train(
+            x.as_f32(),
+            f(1)?,
+            f(2)?,
+            f(3)?,
+            f(4)?,
+            dims,
+            self.eps,
+            self.momentum,
+        );
+        let c = vec![dims.1];
+        let all = [
+            Tensor::f32(x.shape.clone(), o.y),
+            Tensor::f32(c.clone(), o.running_mean),
+            Tensor::f32(c.clone(), o.running_var),
+            Tensor::f32(c.clone(), o.mean),
+            Tensor::f32(c, o.inv_std),
+        ];
+        Ok(all
+            .into_iter()
+            .zip(outputs.iter())
+            .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
+            .collect())
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let (n, c, sp) = bn_dims(&x.ty.shape)?;
+        let out = |k: usize| EmitCx::ptr_or_null(cx.opt_output(k));
+        let fields = [
+            ("x", x.expr.clone()),
+            ("scale", cx.input(1)?.expr.clone()),
+            ("b", cx.input(2)?.expr.clone()),
+            ("rm", cx.input(3)?.expr.clone()),
+            ("rv", cx.input(4)?.expr.clone()),
+            ("y", out(0)),
+            ("rm_out", out(1)),
+            ("rv_out", out(2)),
+            ("smean", out(3)),
+            ("sinv", out(4)),
+            ("n", n.to_string()),
+            ("c", c.to_string()),
+            ("sp", sp.to_string()),
+            ("eps", c_float(self.eps)),
+            ("mom", c_float(self.momentum)),
+        ];
+        cx.kernel("st_bn_train", &fields);
+        Ok(())
+    }
+    fn aliases(&self) -> Vec<Alias> {
+        vec![
+            Alias {
+                output: 1,
+                input: 3,
+                kind: AliasKind::InPlace,
+            },
+            Alias {
+                output: 2,
+                input: 4,
+                kind: AliasKind::InPlace,
+            },
+        ]
+    }
+}
+
+// ---------------------------------------------------------------- BatchNormalizationGrad
+
+/// (dY, X, scale, saved_mean, saved_inv_std) → (dX, dScale, dBias).
+#[derive(Debug)]
+pub struct BatchNormGrad;
+
+/// The loops of `st_bn_grad`: (dx, dscale, dbias).
+pub fn bn_grad(
+    dy: &[f32],
+    x: &[f32],
+    scale: &[f32],
+    mean: &[f32],
+    inv: &[f32],
+    (n, c, sp): (usize, usize, usize),
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let m = (n * sp) as f32;
+    let mut dx = vec![0f32; n * c * sp];
+    let (mut ds, mut dbv) = (vec![0f32; c], vec![0f32; c]);
+    for ch in 0..c {
+        let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
+        let (mu, iv) = (mean[ch], inv[ch]);
+        let (mut db, mut dxm) = (0f32, 0f32);
+        for k in 0..n {
+            for i in plane(k) {
+                db += dy[i];
+                dxm += dy[i] * (x[i] - mu);
+            }
+        }
+        dbv[ch] = db;
+        ds[ch] = dxm * iv;
+        let (k1, k2, coef) = (db / m, dxm * iv * iv / m, scale[ch] * iv);
+        for k in 0..n {
+            for i in plane(k) {
+                dx[i] = coef * (dy[i] - k1 - (x[i] - mu) * k2);
+            }
+        }
+    }
+    (dx, ds, dbv)
+}
+
+impl Op for BatchNormGrad {
+    fn infer(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+    ) -> Result<Vec<TensorType>, OpError> {
+        let dy = f32_ty(inputs, 0)?;
+        let x = f32_ty(inputs, 1)?;
+        ensure!(dy.shape == x.shape, "dY {dy} and X {x} differ in shape");
+        let (_, c, _) = bn_dims(&x.shape)?;
+        per_channel(
+            inputs,
+            &[2, 3, 4],
+            c,
+            &["scale", "saved_mean", "saved_inv_std"],
+        )?;
+        ensure!(n_outputs <= 3, "has at most 3 outputs");
+        let mut out = vec![x.clone()];
+        out.extend((1..n_outputs.max(1)).map(|_| TensorType::f32(vec![c])));
+        Ok(out)
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 1)?;
+        let dims = bn_dims(&x.shape)?;
+        let f = |i: usize| arg(inputs, i).map(|t| t.as_f32());
+        let (dx, ds, db) = bn_grad(f(0)?, x.as_f32(), f(2)?, f(3)?, f(4)?, dims);
+        let all = [
+            Tensor::f32(x.shape.clone(), dx),
+            Tensor::f32(vec![dims.1], ds),
+            Tensor::f32(vec![dims.1], db),
+        ];
+        Ok(all
+            .into_iter()
+            .zip(outputs.iter())
+            .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
+            .collect())
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(1)?.clone();
+        let (n, c, sp) = bn_dims(&x.ty.shape)?;
+        let out = |k: usize| EmitCx::ptr_or_null(cx.opt_output(k));
+        let fields = [
+            ("dy", cx.input(0)?.expr.clone()),
+            ("x", x.expr.clone()),
+            ("scale", cx.input(2)?.expr.clone()),
+            ("mean", cx.input(3)?.expr.clone()),
+            ("inv", cx.input(4)?.expr.clone()),
+            ("dx", out(0)),
+            ("dscale", out(1)),
+            ("dbias", out(2)),
+            ("n", n.to_string()),
+            ("c", c.to_string()),
+            ("sp", sp.to_string()),
+        ];
+        cx.kernel("st_bn_grad", &fields);
+        Ok(())
+    }
+}

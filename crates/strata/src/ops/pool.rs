@@ -1,0 +1,493 @@
+//! Pooling (NCHW, 2-D; `[N, C, L]` as H = 1): MaxPool (with ONNX's flat
+//! argmax indices), MaxPoolGrad, AveragePool, AveragePoolGrad,
+//! GlobalAveragePool, GlobalAveragePoolGrad. Geometry is the convolutions'
+//! ([`Geom`] with cout = cin = group).
+//!
+//! The gradient ops see only dY, so the input's spatial size is recovered
+//! from the window attributes ([`in_extent`]); GlobalAveragePoolGrad takes
+//! it from its `kernel_shape` attribute.
+
+use super::conv::{geom, in_extent, nchw, tap_out, Geom, Win2, Window};
+use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::{DType, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&[""], "MaxPool", |a| {
+        a.reject_if(
+            a.int_or("storage_order", 0) != 0,
+            "MaxPool storage_order=1 (column-major indices)",
+        )?;
+        boxed(Pool {
+            kind: PoolKind::Max,
+            win: parse_pool_window(a)?,
+        })
+    });
+    r.add(&[MS, ""], "MaxPoolGrad", |a| {
+        boxed(PoolGrad {
+            kind: PoolKind::Max,
+            win: parse_pool_window(a)?,
+        })
+    });
+    r.add(&[""], "AveragePool", |a| {
+        boxed(Pool {
+            kind: PoolKind::Avg {
+                include_pad: a.int_or("count_include_pad", 0) != 0,
+            },
+            win: parse_pool_window(a)?,
+        })
+    });
+    r.add(&[MS, ""], "AveragePoolGrad", |a| {
+        boxed(PoolGrad {
+            kind: PoolKind::Avg {
+                include_pad: a.int_or("count_include_pad", 0) != 0,
+            },
+            win: parse_pool_window(a)?,
+        })
+    });
+    r.add(&[""], "GlobalAveragePool", |_| boxed(GlobalAvgPool));
+    r.add(&[MS, ""], "GlobalAveragePoolGrad", |a| {
+        let k = a.ints("kernel_shape").ok_or_else(|| {
+            op_err!("GlobalAveragePoolGrad needs `kernel_shape` (the input's spatial size)")
+        })?;
+        ensure!(
+            !k.is_empty() && k.len() <= 2 && k.iter().all(|&v| v >= 1),
+            "kernel_shape {k:?} must be 1 or 2 positive sizes"
+        );
+        boxed(GlobalAvgPoolGrad {
+            spatial: k.iter().map(|&v| v as usize).collect(),
+        })
+    });
+}
+
+fn parse_pool_window(a: &Attrs<'_>) -> Result<Window, OpError> {
+    a.reject_if(
+        a.int_or("ceil_mode", 0) != 0,
+        "ceil_mode=1 (only floor output sizes are implemented)",
+    )?;
+    let w = Window::parse(a)?;
+    ensure!(w.kernel.is_some(), "missing attribute `kernel_shape`");
+    Ok(w)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    Max,
+    Avg { include_pad: bool },
+}
+
+fn f32_ty<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<&'a TensorType, OpError> {
+    let t = req(inputs, i)?.ty;
+    ensure!(
+        t.dtype == DType::F32,
+        "input {i} must be float32, found {t}"
+    );
+    Ok(t)
+}
+
+fn pool_geom(win: &Window, xs: &[usize]) -> Result<Geom, OpError> {
+    let x = nchw(xs, "X")?;
+    let nsp = xs.len() - 2;
+    geom(nsp, x, x[1], win.resolve(nsp, None)?, x[1].max(1))
+}
+
+/// The forward geometry seen from the gradient's dY.
+fn grad_geom(win: &Window, dys: &[usize]) -> Result<Geom, OpError> {
+    let dy = nchw(dys, "dY")?;
+    let nsp = dys.len() - 2;
+    let w: Win2 = win.resolve(nsp, None)?;
+    let h = in_extent(dy[2], w.k.0, w.s.0, w.p.0, w.p.2)?;
+    let wd = in_extent(dy[3], w.k.1, w.s.1, w.p.1, w.p.3)?;
+    let g = geom(nsp, [dy[0], dy[1], h, wd], dy[1], w, dy[1].max(1))?;
+    ensure!(
+        g.y_shape() == dys,
+        "internal: recovered pool input {:?} does not give dY {dys:?}",
+        g.x_shape()
+    );
+    Ok(g)
+}
+
+// ---------------------------------------------------------------- reference kernels
+
+/// Max pool with flat argmax indices, the loops of `st_maxpool`.
+pub fn maxpool(g: &Geom, x: &[f32]) -> (Vec<f32>, Vec<i64>) {
+    let n_out = g.n * g.cin * g.oh * g.ow;
+    let (mut y, mut idx) = (vec![0f32; n_out], vec![0i64; n_out]);
+    for p in 0..g.n * g.cin {
+        let base = p * g.h * g.w;
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let mut best = f32::MIN;
+                let mut at = -1i64;
+                for ky in 0..g.kh {
+                    let iy = (oy * g.sh + ky) as isize - g.pt as isize;
+                    if iy < 0 || iy >= g.h as isize {
+                        continue;
+                    }
+                    for kx in 0..g.kw {
+                        let ix = (ox * g.sw + kx) as isize - g.pl as isize;
+                        if ix < 0 || ix >= g.w as isize {
+                            continue;
+                        }
+                        let off = base + iy as usize * g.w + ix as usize;
+                        if x[off] > best {
+                            best = x[off];
+                            at = off as i64;
+                        }
+                    }
+                }
+                let o = (p * g.oh + oy) * g.ow + ox;
+                y[o] = best;
+                idx[o] = at;
+            }
+        }
+    }
+    (y, idx)
+}
+
+/// Scatter dY to the argmax positions, the loops of `st_maxpool_grad`.
+pub fn maxpool_grad(g: &Geom, dy: &[f32], idx: &[i64]) -> Vec<f32> {
+    let (inp, outp) = (g.h * g.w, g.oh * g.ow);
+    let mut dx = vec![0f32; g.n * g.cin * inp];
+    for p in 0..g.n * g.cin {
+        let (first, last) = (p * inp, (p + 1) * inp);
+        for o in p * outp..(p + 1) * outp {
+            let at = idx[o];
+            if at < 0 || (at as usize) < first || at as usize >= last {
+                continue;
+            }
+            dx[at as usize] += dy[o];
+        }
+    }
+    dx
+}
+
+fn span(s: isize, k: usize, n: usize) -> usize {
+    let b = s.max(0);
+    let e = (s + k as isize).min(n as isize);
+    (e - b).max(0) as usize
+}
+
+/// The divisor of window (oy, ox), as `st_pool_div`.
+fn pool_div(g: &Geom, oy: usize, ox: usize, include_pad: bool) -> f32 {
+    if include_pad {
+        return (g.kh * g.kw) as f32;
+    }
+    let rows = span((oy * g.sh) as isize - g.pt as isize, g.kh, g.h);
+    let cols = span((ox * g.sw) as isize - g.pl as isize, g.kw, g.w);
+    (rows * cols) as f32
+}
+
+/// Average pool, the loops of `st_avgpool`.
+pub fn avgpool(g: &Geom, x: &[f32], include_pad: bool) -> Vec<f32> {
+    let mut y = vec![0f32; g.n * g.cin * g.oh * g.ow];
+    for p in 0..g.n * g.cin {
+        let xp = &x[p * g.h * g.w..];
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let mut acc = 0f32;
+                for ky in 0..g.kh {
+                    let iy = (oy * g.sh + ky) as isize - g.pt as isize;
+                    if iy < 0 || iy >= g.h as isize {
+                        continue;
+                    }
+                    for kx in 0..g.kw {
+                        let ix = (ox * g.sw + kx) as isize - g.pl as isize;
+                        if ix < 0 || ix >= g.w as isize {
+                            continue;
+                        }
+                        acc += xp[iy as usize * g.w + ix as usize];
+                    }
+                }
+                y[(p * g.oh + oy) * g.ow + ox] = acc / pool_div(g, oy, ox, include_pad);
+            }
+        }
+    }
+    y
+}
+
+/// Average pool gradient, the loops of `st_avgpool_grad`.
+pub fn avgpool_grad(g: &Geom, dy: &[f32], include_pad: bool) -> Vec<f32> {
+    let mut dx = vec![0f32; g.n * g.cin * g.h * g.w];
+    for p in 0..g.n * g.cin {
+        let dyp = &dy[p * g.oh * g.ow..];
+        for iy in 0..g.h {
+            for ix in 0..g.w {
+                let mut acc = 0f32;
+                for ky in 0..g.kh {
+                    let Some(oy) = tap_out(iy, g.pt, ky, g.sh, g.oh) else {
+                        continue;
+                    };
+                    for kx in 0..g.kw {
+                        let Some(ox) = tap_out(ix, g.pl, kx, g.sw, g.ow) else {
+                            continue;
+                        };
+                        acc += dyp[oy * g.ow + ox] / pool_div(g, oy, ox, include_pad);
+                    }
+                }
+                dx[(p * g.h + iy) * g.w + ix] = acc;
+            }
+        }
+    }
+    dx
+}
+
+// ---------------------------------------------------------------- MaxPool / AveragePool
+
+#[derive(Debug)]
+pub struct Pool {
+    pub kind: PoolKind,
+    pub win: Window,
+}
+
+impl Op for Pool {
+    fn infer(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+    ) -> Result<Vec<TensorType>, OpError> {
+        let g = pool_geom(&self.win, &f32_ty(inputs, 0)?.shape)?;
+        let mut out = vec![TensorType::f32(g.y_shape())];
+        if n_outputs > 1 {
+            ensure!(
+                self.kind == PoolKind::Max && n_outputs == 2,
+                "has at most {} outputs",
+                if self.kind == PoolKind::Max { 2 } else { 1 }
+            );
+            out.push(TensorType::new(DType::I64, g.y_shape()));
+        }
+        Ok(out)
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let g = pool_geom(&self.win, &x.shape)?;
+        Ok(match self.kind {
+            PoolKind::Max => {
+                let (y, idx) = maxpool(&g, x.as_f32());
+                let mut out = vec![Tensor::f32(g.y_shape(), y)];
+                if outputs.len() > 1 {
+                    out.push(match outputs[1] {
+                        Some(_) => Tensor::i64(g.y_shape(), idx),
+                        None => Tensor::absent(),
+                    });
+                }
+                out
+            }
+            PoolKind::Avg { include_pad } => {
+                vec![Tensor::f32(
+                    g.y_shape(),
+                    avgpool(&g, x.as_f32(), include_pad),
+                )]
+            }
+        })
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let g = pool_geom(&self.win, &x.ty.shape)?;
+        let y = cx.output(0)?.expr.clone();
+        match self.kind {
+            PoolKind::Max => {
+                let idx = EmitCx::ptr_or_null(cx.opt_output(1));
+                cx.kernel(
+                    "st_maxpool",
+                    &[("x", x.expr), ("y", y), ("idx", idx), ("g", g.c_init())],
+                );
+            }
+            PoolKind::Avg { include_pad } => cx.kernel(
+                "st_avgpool",
+                &[
+                    ("x", x.expr),
+                    ("y", y),
+                    ("g", g.c_init()),
+                    ("include_pad", (include_pad as u8).to_string()),
+                ],
+            ),
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- MaxPoolGrad / AveragePoolGrad
+
+/// MaxPoolGrad: (dY, Indices) → dX; AveragePoolGrad: (dY) → dX.
+#[derive(Debug)]
+pub struct PoolGrad {
+    pub kind: PoolKind,
+    pub win: Window,
+}
+
+impl Op for PoolGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let dy = f32_ty(inputs, 0)?;
+        if self.kind == PoolKind::Max {
+            let idx = req(inputs, 1)?.ty;
+            ensure!(
+                idx.dtype == DType::I64 && idx.shape == dy.shape,
+                "Indices {idx} must be int64 shaped like dY {dy}"
+            );
+        }
+        Ok(vec![TensorType::f32(
+            grad_geom(&self.win, &dy.shape)?.x_shape(),
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?;
+        let g = grad_geom(&self.win, &dy.shape)?;
+        let dx = match self.kind {
+            PoolKind::Max => maxpool_grad(&g, dy.as_f32(), &arg(inputs, 1)?.to_i64()),
+            PoolKind::Avg { include_pad } => avgpool_grad(&g, dy.as_f32(), include_pad),
+        };
+        Ok(vec![Tensor::f32(g.x_shape(), dx)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.clone();
+        let g = grad_geom(&self.win, &dy.ty.shape)?;
+        let dx = cx.output(0)?.expr.clone();
+        match self.kind {
+            PoolKind::Max => {
+                let idx = cx.input(1)?.expr.clone();
+                cx.kernel(
+                    "st_maxpool_grad",
+                    &[("dy", dy.expr), ("idx", idx), ("dx", dx), ("g", g.c_init())],
+                );
+            }
+            PoolKind::Avg { include_pad } => cx.kernel(
+                "st_avgpool_grad",
+                &[
+                    ("dy", dy.expr),
+                    ("dx", dx),
+                    ("g", g.c_init()),
+                    ("include_pad", (include_pad as u8).to_string()),
+                ],
+            ),
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- global average pool
+
+/// `[N, C, ...]` → `[N, C, 1, ...]`: the mean of each (n, c) plane.
+#[derive(Debug)]
+pub struct GlobalAvgPool;
+
+fn planes(shape: &[usize]) -> Result<(usize, usize), OpError> {
+    ensure!(
+        shape.len() >= 3,
+        "input must be [N, C, spatial...], found {shape:?}"
+    );
+    Ok((shape[0] * shape[1], shape[2..].iter().product()))
+}
+
+/// Plane means, the loops of `st_gap`.
+pub fn gap(x: &[f32], planes: usize, hw: usize) -> Vec<f32> {
+    (0..planes)
+        .map(|p| {
+            let mut acc = 0f32;
+            for v in &x[p * hw..(p + 1) * hw] {
+                acc += v;
+            }
+            acc / hw as f32
+        })
+        .collect()
+}
+
+impl Op for GlobalAvgPool {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = f32_ty(inputs, 0)?;
+        planes(&x.shape)?;
+        let mut s = x.shape.clone();
+        s[2..].iter_mut().for_each(|d| *d = 1);
+        Ok(vec![TensorType::f32(s)])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        outputs: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let (p, hw) = planes(&x.shape)?;
+        let ty = outputs[0].ok_or_else(|| op_err!("missing output 0"))?;
+        Ok(vec![Tensor::f32(ty.shape.clone(), gap(x.as_f32(), p, hw))])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let (p, hw) = planes(&x.ty.shape)?;
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_gap",
+            &[
+                ("x", x.expr),
+                ("y", y),
+                ("planes", p.to_string()),
+                ("hw", hw.to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// (dY `[N, C, 1, ...]`) → dX `[N, C, kernel_shape...]`, `dY / (H·W)` everywhere.
+#[derive(Debug)]
+pub struct GlobalAvgPoolGrad {
+    pub spatial: Vec<usize>,
+}
+
+impl GlobalAvgPoolGrad {
+    fn dims(&self, dys: &[usize]) -> Result<(Vec<usize>, usize, usize), OpError> {
+        ensure!(
+            dys.len() == self.spatial.len() + 2 && dys[2..].iter().all(|&d| d == 1),
+            "dY {dys:?} must be [N, C{}] for kernel_shape {:?}",
+            ", 1".repeat(self.spatial.len()),
+            self.spatial
+        );
+        let mut s = dys[..2].to_vec();
+        s.extend(&self.spatial);
+        Ok((s, dys[0] * dys[1], self.spatial.iter().product()))
+    }
+}
+
+/// The loops of `st_gap_grad`.
+pub fn gap_grad(dy: &[f32], planes: usize, hw: usize) -> Vec<f32> {
+    (0..planes * hw).map(|i| dy[i / hw] / hw as f32).collect()
+}
+
+impl Op for GlobalAvgPoolGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        Ok(vec![TensorType::f32(
+            self.dims(&f32_ty(inputs, 0)?.shape)?.0,
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?;
+        let (s, p, hw) = self.dims(&dy.shape)?;
+        Ok(vec![Tensor::f32(s, gap_grad(dy.as_f32(), p, hw))])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.clone();
+        let (_, p, hw) = self.dims(&dy.ty.shape)?;
+        let dx = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_gap_grad",
+            &[
+                ("dy", dy.expr),
+                ("dx", dx),
+                ("planes", p.to_string()),
+                ("hw", hw.to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
