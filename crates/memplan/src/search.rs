@@ -453,65 +453,33 @@ pub(crate) fn improve(
         if cur <= floor {
             continue;
         }
-        let mut d = Dfs::new(p, members, deadline);
         // Minimising tightens from the incumbent; otherwise aim at the goal.
         // With a capacity, anything above it is useless: aim there first.
-        d.cap = if minimize {
+        let cap = if minimize {
             capacity.map_or(cur - 1, |c| c.max(floor).min(cur - 1))
         } else {
             floor
         };
-        d.goal = floor;
-        // Restarts: runs with growing node budgets (Luby sequence) and
-        // varied tie-breaks; the cap found so far carries over, and the
-        // budget grows without bound, so a run eventually completes and
-        // proves its cap infeasible unless time runs out first.
-        let mut run = 0u32;
-        loop {
-            d.set_key_order(run / 2);
-            d.node_limit = d
-                .nodes
-                .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
-            d.aborted = false;
-            // Odd runs are heuristic: only the lowest buffers are branched on.
-            d.restrict = run % 2 == 1;
-            d.stop = false;
-            d.dfs(0, u32::MAX, 0);
-            let complete = !d.aborted && !d.restrict;
-            if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
-                break;
-            }
-            run += 1;
-        }
-        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-            eprintln!(
-                "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
-                d.size.len(),
-                d.nodes,
-                run + 1,
-                d.timed_out,
-                d.best.as_ref().map(|b| b.0)
-            );
-        }
-        let exhausted = !d.timed_out
-            && !d.aborted
-            && !d.restrict
-            && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
-        let newpeak = match &d.best {
+        let g = if crate::skyline::applies(p, members) {
+            run_skyline(p, members, deadline, cap, floor)
+        } else {
+            run_general(p, members, deadline, cap, floor)
+        };
+        let newpeak = match &g.best {
             Some((pk, loc)) => {
-                for (k, &g) in d.gid.iter().enumerate() {
-                    offsets[g] = loc[k];
+                for (k, &gi) in g.gid.iter().enumerate() {
+                    offsets[gi] = loc[k];
                 }
                 *pk
             }
             None => cur,
         };
-        if exhausted {
-            // No placement of this group with peak <= d.cap exists.
-            proven = proven.max(d.cap.saturating_add(1).min(newpeak));
+        if g.exhausted {
+            // No placement of this group with peak <= g.cap exists.
+            proven = proven.max(g.cap.saturating_add(1).min(newpeak));
         }
         floor = floor.max(newpeak);
-        if d.timed_out {
+        if g.timed_out {
             break;
         }
     }
@@ -521,5 +489,118 @@ pub(crate) fn improve(
         offsets,
         peak: newpeak,
         proven_lb: proven,
+    }
+}
+
+/// What the search of one group found.
+struct GroupResult {
+    gid: Vec<usize>,
+    best: Option<(u64, Vec<u64>)>,
+    /// The space below `cap + 1` was exhausted without reaching `goal`.
+    exhausted: bool,
+    cap: u64,
+    timed_out: bool,
+}
+
+fn debug() -> bool {
+    std::env::var_os("MEMPLAN_DEBUG").is_some()
+}
+
+/// Skyline search with restarts: runs with growing node budgets (Luby
+/// sequence) and varied tie-breaks; the cap found so far carries over, and
+/// the budget grows without bound, so a run eventually completes unless time
+/// runs out first.
+fn run_skyline(
+    p: &Problem,
+    members: &[usize],
+    deadline: Instant,
+    cap: u64,
+    goal: u64,
+) -> GroupResult {
+    let mut d = crate::skyline::Sky::new(p, members, deadline);
+    d.cap = cap;
+    d.goal = goal;
+    let mut run = 0u32;
+    loop {
+        d.set_order(run);
+        d.begin_run(RESTART_BASE * luby(run as u64 + 1));
+        if d.run() {
+            if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+                break;
+            }
+            // A placement below the old cap: continue with the new one.
+            continue;
+        }
+        if !d.aborted || d.timed_out {
+            break;
+        }
+        run += 1;
+    }
+    if debug() {
+        eprintln!(
+            "skyline group {} buffers, {} nodes, {} runs, timed_out {}, best {:?}",
+            d.gid.len(),
+            d.nodes,
+            run + 1,
+            d.timed_out,
+            d.best.as_ref().map(|b| b.0)
+        );
+    }
+    let exhausted = !d.timed_out && !d.aborted && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
+    GroupResult {
+        gid: d.gid,
+        best: d.best,
+        exhausted,
+        cap: d.cap,
+        timed_out: d.timed_out,
+    }
+}
+
+/// The general search (fixed buffers, alignments) with restarts as above;
+/// odd runs are heuristic (only the lowest buffers are branched on).
+fn run_general(
+    p: &Problem,
+    members: &[usize],
+    deadline: Instant,
+    cap: u64,
+    goal: u64,
+) -> GroupResult {
+    let mut d = Dfs::new(p, members, deadline);
+    d.cap = cap;
+    d.goal = goal;
+    let mut run = 0u32;
+    loop {
+        d.set_key_order(run / 2);
+        d.node_limit = d
+            .nodes
+            .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
+        d.aborted = false;
+        d.restrict = run % 2 == 1;
+        d.stop = false;
+        d.dfs(0, u32::MAX, 0);
+        let complete = !d.aborted && !d.restrict;
+        if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+            break;
+        }
+        run += 1;
+    }
+    if debug() {
+        eprintln!(
+            "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
+            d.size.len(),
+            d.nodes,
+            run + 1,
+            d.timed_out,
+            d.best.as_ref().map(|b| b.0)
+        );
+    }
+    let exhausted =
+        !d.timed_out && !d.aborted && !d.restrict && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
+    GroupResult {
+        gid: d.gid,
+        best: d.best,
+        exhausted,
+        cap: d.cap,
+        timed_out: d.timed_out,
     }
 }
