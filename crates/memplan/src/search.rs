@@ -502,6 +502,15 @@ struct GroupResult {
     timed_out: bool,
 }
 
+/// Experiment knob from the environment (restart base, first order
+/// variant, branching mode); the default when unset.
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn debug() -> bool {
     std::env::var_os("MEMPLAN_DEBUG").is_some()
 }
@@ -517,13 +526,19 @@ fn run_skyline(
     cap: u64,
     goal: u64,
 ) -> GroupResult {
+    let base = knob("MEMPLAN_BASE", RESTART_BASE);
+    let v0 = knob("MEMPLAN_V0", 0) as u32;
+    let mode = knob("MEMPLAN_MODE", 2) as u32;
     let mut d = crate::skyline::Sky::new(p, members, deadline);
     d.cap = cap;
     d.goal = goal;
     let mut run = 0u32;
     loop {
-        d.set_order(run);
-        d.begin_run(RESTART_BASE * luby(run as u64 + 1));
+        d.set_order(run + v0);
+        // Alternate the branching strategies (one is lucky where the other
+        // is not; see `Sky::pick_well`).
+        d.mode = if mode == 2 { run % 2 } else { mode };
+        d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
         if d.run() {
             if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
                 break;

@@ -81,7 +81,7 @@ pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
     }
     members
         .iter()
-        .all(|&i| bs[i].size == 0 || g % bs[i].alignment == 0)
+        .all(|&i| bs[i].size == 0 || g.is_multiple_of(bs[i].alignment))
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -117,6 +117,8 @@ pub(crate) struct Sky {
     cross: Vec<u32>,
     trail: Vec<Op>,
     nsec: usize,
+    /// Branching strategy (see `pick_well`).
+    pub mode: u32,
     pub cap: u64,
     pub goal: u64,
     pub best: Option<(u64, Vec<u64>)>,
@@ -185,6 +187,7 @@ impl Sky {
             cross,
             trail: Vec::new(),
             nsec,
+            mode: 0,
             cap: 0,
             goal: 0,
             best: None,
@@ -341,6 +344,71 @@ impl Sky {
         true
     }
 
+    /// Choose where to branch in the component `[lo, hi)` (all live, every
+    /// boundary crossed). A *well* is a maximal run of equal floors whose
+    /// neighbours are higher (or outside the component); the branching
+    /// argument of the module docs only needs `P` to be a well, not the
+    /// lowest one: a buffer covering `(t0, w)` lies at `w`, so its lifetime
+    /// has floors `<= w`, i.e. lies in the well and starts at its left end,
+    /// and everything in the waste analysis happens inside the well and at
+    /// its two higher neighbours. Fail first: the well with the fewest
+    /// children (candidates, plus one if its slack allows waste), ties to
+    /// the least slack. `None` if some well has no child at all.
+    fn pick_well(&mut self, lo: usize, hi: usize) -> Option<(usize, usize)> {
+        let cap = self.cap;
+        let mut best: Option<(u32, u64, usize, usize)> = None;
+        let mut a = lo;
+        while a < hi {
+            let w = self.h[a];
+            let mut e = a + 1;
+            while e < hi && self.h[e] == w {
+                e += 1;
+            }
+            let left_ok = a == lo || self.h[a - 1] > w;
+            let right_ok = e == hi || self.h[e] > w;
+            if left_ok && right_ok {
+                let mut n = 0u32;
+                for &b in &self.starts[a] {
+                    let b = b as usize;
+                    if self.placed[b] || self.span[b].1 as usize > e {
+                        continue;
+                    }
+                    let ps = self.prev_same[b];
+                    if ps != NONE && !self.placed[ps as usize] {
+                        continue;
+                    }
+                    n += 1;
+                }
+                let mut tn = a + 1;
+                while tn < e && self.nstart[tn] == 0 {
+                    tn += 1;
+                }
+                let slack = (a..tn)
+                    .map(|s| cap - self.h[s] - self.rem[s])
+                    .min()
+                    .unwrap();
+                if slack > 0 {
+                    n += 1;
+                }
+                if n == 0 {
+                    return None;
+                }
+                // Mode 0: forced wells first, else the lowest (leftmost);
+                // mode 1: fewest children, then least slack.
+                let key = if self.mode == 0 {
+                    (n.min(2), w, a, e)
+                } else {
+                    (n, slack, a, e)
+                };
+                if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+                    best = Some(key);
+                }
+            }
+            a = e;
+        }
+        best.map(|b| (b.2, b.3))
+    }
+
     /// Solve one connected component `[lo, hi)` of live sections.
     fn solve(&mut self, lo: usize, hi: usize) -> bool {
         self.nodes += 1;
@@ -355,29 +423,17 @@ impl Sky {
         if self.stop {
             return false;
         }
-        // Lowest, leftmost live section; section bound on the way.
+        // Section bound, then pick a well (see `pick_well`).
         let cap = self.cap;
-        let (mut t0, mut l) = (usize::MAX, INF);
         for s in lo..hi {
-            let r = self.rem[s];
-            if r > 0 {
-                let hs = self.h[s];
-                if hs + r > cap {
-                    return false;
-                }
-                if hs < l {
-                    l = hs;
-                    t0 = s;
-                }
+            if self.h[s] + self.rem[s] > cap {
+                return false;
             }
         }
-        if t0 == usize::MAX {
-            return true;
-        }
-        let mut pe = t0 + 1;
-        while pe < hi && self.rem[pe] > 0 && self.h[pe] == l {
-            pe += 1;
-        }
+        let Some((t0, pe)) = self.pick_well(lo, hi) else {
+            return false;
+        };
+        let l = self.h[t0];
         // Place a buffer at (t0, l).
         for k in 0..self.starts[t0].len() {
             let b = self.starts[t0][k] as usize;
