@@ -529,28 +529,47 @@ fn run_skyline(
     let base = knob("MEMPLAN_BASE", RESTART_BASE);
     let v0 = knob("MEMPLAN_V0", 0) as u32;
     let mode = knob("MEMPLAN_MODE", 2) as u32;
-    let mut d = crate::skyline::Sky::new(p, members, deadline);
-    d.cap = cap;
-    d.goal = goal;
+    let mut fwd = crate::skyline::Sky::new(p, members, deadline, false);
+    let mut bwd = crate::skyline::Sky::new(p, members, deadline, true);
+    for d in [&mut fwd, &mut bwd] {
+        d.cap = cap;
+        d.goal = goal;
+    }
     let mut run = 0u32;
-    loop {
-        d.set_order(run + v0);
+    // Runs cycle through (direction, branching mode); the order variant
+    // changes every cycle. Cap and node count carry over between them.
+    let d = loop {
+        let (d, o) = if (run / 2) % 2 == 0 {
+            (&mut fwd, &mut bwd)
+        } else {
+            (&mut bwd, &mut fwd)
+        };
+        // Carry over what the other direction found.
+        d.cap = d.cap.min(o.cap);
+        d.nodes = d.nodes.max(o.nodes);
+        if o.best
+            .as_ref()
+            .is_some_and(|b| d.best.as_ref().is_none_or(|c| b.0 < c.0))
+        {
+            d.best = o.best.clone();
+        }
+        d.set_order(run / 4 + v0);
         // Alternate the branching strategies (one is lucky where the other
         // is not; see `Sky::pick_well`).
         d.mode = if mode == 2 { run % 2 } else { mode };
         d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
         if d.run() {
             if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
-                break;
+                break d;
             }
             // A placement below the old cap: continue with the new one.
             continue;
         }
         if !d.aborted || d.timed_out {
-            break;
+            break d;
         }
         run += 1;
-    }
+    };
     if debug() {
         eprintln!(
             "skyline group {} buffers, {} nodes, {} runs, timed_out {}, best {:?}",
@@ -563,8 +582,8 @@ fn run_skyline(
     }
     let exhausted = !d.timed_out && !d.aborted && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
     GroupResult {
-        gid: d.gid,
-        best: d.best,
+        gid: d.gid.clone(),
+        best: d.best.clone(),
         exhausted,
         cap: d.cap,
         timed_out: d.timed_out,

@@ -132,7 +132,9 @@ pub(crate) struct Sky {
 }
 
 impl Sky {
-    pub fn new(p: &Problem, members: &[usize], deadline: Instant) -> Sky {
+    /// `reversed`: run time backwards (the problem is symmetric in time; the
+    /// mirrored search makes different early choices, which restarts use).
+    pub fn new(p: &Problem, members: &[usize], deadline: Instant, reversed: bool) -> Sky {
         let bs = &p.buffers;
         let gid: Vec<usize> = members
             .iter()
@@ -151,7 +153,14 @@ impl Sky {
         let size: Vec<u64> = gid.iter().map(|&i| bs[i].size).collect();
         let span: Vec<(u32, u32)> = gid
             .iter()
-            .map(|&i| (sec(bs[i].lower), sec(bs[i].upper)))
+            .map(|&i| {
+                let (a, b) = (sec(bs[i].lower), sec(bs[i].upper));
+                if reversed {
+                    (nsec as u32 - b, nsec as u32 - a)
+                } else {
+                    (a, b)
+                }
+            })
             .collect();
         let mut rem = vec![0u64; nsec];
         let mut nstart = vec![0u32; nsec];
@@ -595,7 +604,8 @@ mod tests {
             let opt = brute(&bs);
             let members: Vec<usize> = (0..n).collect();
             let far = Instant::now() + Duration::from_secs(60);
-            let mut d = Sky::new(&p, &members, far);
+            let mut d = Sky::new(&p, &members, far, case % 3 == 1);
+            d.mode = (case % 4 / 2) as u32;
             d.cap = opt;
             d.goal = 0;
             d.begin_run(u64::MAX);
