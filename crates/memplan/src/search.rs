@@ -535,11 +535,73 @@ fn run_skyline(
         d.cap = cap;
         d.goal = goal;
     }
+    // The general search joins the portfolio every sixth run: with plenty
+    // of slack (D) its offset-ordered dives succeed where the skyline's
+    // bottom-up filling thrashes. Its runs prove nothing here.
+    let mut gen = Dfs::new(p, members, deadline);
+    gen.goal = goal;
+    let mut grun = 0u32;
+    // First aim straight at the goal (usually the lower bound) with a small
+    // budget: the cap then prunes hardest, and a hit is optimal at once.
+    if cap > goal {
+        let mut hit = None;
+        'pre: for k in 0..2 {
+            let d = if k == 0 { &mut fwd } else { &mut bwd };
+            d.cap = goal;
+            for m in 0..2 {
+                d.mode = m;
+                d.begin_run(base);
+                if d.run() || d.timed_out {
+                    hit = Some(k);
+                    break 'pre;
+                }
+            }
+            d.cap = cap;
+        }
+        if let Some(k) = hit {
+            let d = if k == 0 { &fwd } else { &bwd };
+            return GroupResult {
+                gid: d.gid.clone(),
+                best: d.best.clone(),
+                exhausted: false,
+                cap: goal,
+                timed_out: d.timed_out,
+            };
+        }
+    }
     let mut run = 0u32;
     // Runs cycle through (direction, branching mode); the order variant
     // changes every cycle. Cap and node count carry over between them.
     let d = loop {
-        let (d, o) = if (run / 2) % 2 == 0 {
+        if run % 6 == 5 {
+            gen.cap = fwd.cap.min(bwd.cap);
+            gen.set_key_order(grun / 2);
+            gen.node_limit = gen.nodes.saturating_add(base * luby(grun as u64 / 2 + 1));
+            gen.aborted = false;
+            gen.restrict = grun % 2 == 1;
+            gen.stop = false;
+            gen.best = None;
+            gen.dfs(0, u32::MAX, 0);
+            grun += 1;
+            run += 1;
+            if let Some((pk, off)) = gen.best.take() {
+                for d in [&mut fwd, &mut bwd] {
+                    if pk <= d.cap {
+                        d.cap = pk.saturating_sub(1);
+                        d.best = Some((pk, off.clone()));
+                    }
+                }
+                if pk <= goal {
+                    break &mut fwd;
+                }
+            }
+            if gen.timed_out {
+                fwd.timed_out = true;
+                break &mut fwd;
+            }
+            continue;
+        }
+        let (d, o) = if run & 2 == 0 {
             (&mut fwd, &mut bwd)
         } else {
             (&mut bwd, &mut fwd)
