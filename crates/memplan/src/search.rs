@@ -1,4 +1,9 @@
-//! Anytime exact search: branch and bound over canonical placements.
+//! Anytime exact search. Groups without fixed buffers whose alignments
+//! divide the gcd of their sizes use the skyline search (`skyline.rs`) in a
+//! restart portfolio (both time directions, two branching modes, and a
+//! share of the general search below); other groups use the general search.
+//!
+//! General search: branch and bound over canonical placements.
 //!
 //! **Canonical placements.** Take any valid placement and repeatedly drop a
 //! buffer to the lowest aligned offset at which it still fits (never crossing
