@@ -19,6 +19,7 @@ pub mod cli;
 pub mod csv;
 pub mod greedy;
 mod search;
+mod skyline;
 
 pub use bound::lower_bound;
 pub use check::{check, CheckError};

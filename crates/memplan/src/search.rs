@@ -1,4 +1,9 @@
-//! Anytime exact search: branch and bound over canonical placements.
+//! Anytime exact search. Groups without fixed buffers whose alignments
+//! divide the gcd of their sizes use the skyline search (`skyline.rs`) in a
+//! restart portfolio (both time directions, two branching modes, and a
+//! share of the general search below); other groups use the general search.
+//!
+//! General search: branch and bound over canonical placements.
 //!
 //! **Canonical placements.** Take any valid placement and repeatedly drop a
 //! buffer to the lowest aligned offset at which it still fits (never crossing
@@ -453,65 +458,33 @@ pub(crate) fn improve(
         if cur <= floor {
             continue;
         }
-        let mut d = Dfs::new(p, members, deadline);
         // Minimising tightens from the incumbent; otherwise aim at the goal.
         // With a capacity, anything above it is useless: aim there first.
-        d.cap = if minimize {
+        let cap = if minimize {
             capacity.map_or(cur - 1, |c| c.max(floor).min(cur - 1))
         } else {
             floor
         };
-        d.goal = floor;
-        // Restarts: runs with growing node budgets (Luby sequence) and
-        // varied tie-breaks; the cap found so far carries over, and the
-        // budget grows without bound, so a run eventually completes and
-        // proves its cap infeasible unless time runs out first.
-        let mut run = 0u32;
-        loop {
-            d.set_key_order(run / 2);
-            d.node_limit = d
-                .nodes
-                .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
-            d.aborted = false;
-            // Odd runs are heuristic: only the lowest buffers are branched on.
-            d.restrict = run % 2 == 1;
-            d.stop = false;
-            d.dfs(0, u32::MAX, 0);
-            let complete = !d.aborted && !d.restrict;
-            if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
-                break;
-            }
-            run += 1;
-        }
-        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-            eprintln!(
-                "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
-                d.size.len(),
-                d.nodes,
-                run + 1,
-                d.timed_out,
-                d.best.as_ref().map(|b| b.0)
-            );
-        }
-        let exhausted = !d.timed_out
-            && !d.aborted
-            && !d.restrict
-            && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
-        let newpeak = match &d.best {
+        let g = if crate::skyline::applies(p, members) {
+            run_skyline(p, members, deadline, cap, floor)
+        } else {
+            run_general(p, members, deadline, cap, floor)
+        };
+        let newpeak = match &g.best {
             Some((pk, loc)) => {
-                for (k, &g) in d.gid.iter().enumerate() {
-                    offsets[g] = loc[k];
+                for (k, &gi) in g.gid.iter().enumerate() {
+                    offsets[gi] = loc[k];
                 }
                 *pk
             }
             None => cur,
         };
-        if exhausted {
-            // No placement of this group with peak <= d.cap exists.
-            proven = proven.max(d.cap.saturating_add(1).min(newpeak));
+        if g.exhausted {
+            // No placement of this group with peak <= g.cap exists.
+            proven = proven.max(g.cap.saturating_add(1).min(newpeak));
         }
         floor = floor.max(newpeak);
-        if d.timed_out {
+        if g.timed_out {
             break;
         }
     }
@@ -521,5 +494,214 @@ pub(crate) fn improve(
         offsets,
         peak: newpeak,
         proven_lb: proven,
+    }
+}
+
+/// What the search of one group found.
+struct GroupResult {
+    gid: Vec<usize>,
+    best: Option<(u64, Vec<u64>)>,
+    /// The space below `cap + 1` was exhausted without reaching `goal`.
+    exhausted: bool,
+    cap: u64,
+    timed_out: bool,
+}
+
+/// Experiment knob from the environment (restart base, first order
+/// variant, branching mode); the default when unset.
+fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn debug() -> bool {
+    std::env::var_os("MEMPLAN_DEBUG").is_some()
+}
+
+/// Skyline search with restarts: runs with growing node budgets (Luby
+/// sequence) and varied tie-breaks; the cap found so far carries over, and
+/// the budget grows without bound, so a run eventually completes unless time
+/// runs out first.
+fn run_skyline(
+    p: &Problem,
+    members: &[usize],
+    deadline: Instant,
+    cap: u64,
+    goal: u64,
+) -> GroupResult {
+    let base = knob("MEMPLAN_BASE", RESTART_BASE);
+    let v0 = knob("MEMPLAN_V0", 0) as u32;
+    let mode = knob("MEMPLAN_MODE", 2) as u32;
+    let mut fwd = crate::skyline::Sky::new(p, members, deadline, false);
+    let mut bwd = crate::skyline::Sky::new(p, members, deadline, true);
+    for d in [&mut fwd, &mut bwd] {
+        d.cap = cap;
+        d.goal = goal;
+    }
+    // The general search joins the portfolio every sixth run: with plenty
+    // of slack (D) its offset-ordered dives succeed where the skyline's
+    // bottom-up filling thrashes. Its runs prove nothing here.
+    let mut gen = Dfs::new(p, members, deadline);
+    gen.goal = goal;
+    let mut grun = 0u32;
+    // First aim straight at the goal (usually the lower bound) with a small
+    // budget: the cap then prunes hardest, and a hit is optimal at once.
+    if cap > goal {
+        let mut hit = None;
+        'pre: for k in 0..2 {
+            let d = if k == 0 { &mut fwd } else { &mut bwd };
+            d.cap = goal;
+            for m in 0..2 {
+                d.mode = m;
+                d.begin_run(base);
+                if d.run() || d.timed_out {
+                    hit = Some(k);
+                    break 'pre;
+                }
+            }
+            d.cap = cap;
+        }
+        if let Some(k) = hit {
+            let d = if k == 0 { &fwd } else { &bwd };
+            return GroupResult {
+                gid: d.gid.clone(),
+                best: d.best.clone(),
+                exhausted: false,
+                cap: goal,
+                timed_out: d.timed_out,
+            };
+        }
+    }
+    let mut run = 0u32;
+    // Runs cycle through (direction, branching mode); the order variant
+    // changes every cycle. Cap and node count carry over between them.
+    let d = loop {
+        if run % 6 == 5 {
+            gen.cap = fwd.cap.min(bwd.cap);
+            gen.set_key_order(grun / 2);
+            gen.node_limit = gen.nodes.saturating_add(base * luby(grun as u64 / 2 + 1));
+            gen.aborted = false;
+            gen.restrict = grun % 2 == 1;
+            gen.stop = false;
+            gen.best = None;
+            gen.dfs(0, u32::MAX, 0);
+            grun += 1;
+            run += 1;
+            if let Some((pk, off)) = gen.best.take() {
+                for d in [&mut fwd, &mut bwd] {
+                    if pk <= d.cap {
+                        d.cap = pk.saturating_sub(1);
+                        d.best = Some((pk, off.clone()));
+                    }
+                }
+                if pk <= goal {
+                    break &mut fwd;
+                }
+            }
+            if gen.timed_out {
+                fwd.timed_out = true;
+                break &mut fwd;
+            }
+            continue;
+        }
+        let (d, o) = if run & 2 == 0 {
+            (&mut fwd, &mut bwd)
+        } else {
+            (&mut bwd, &mut fwd)
+        };
+        // Carry over what the other direction found.
+        d.cap = d.cap.min(o.cap);
+        d.nodes = d.nodes.max(o.nodes);
+        if o.best
+            .as_ref()
+            .is_some_and(|b| d.best.as_ref().is_none_or(|c| b.0 < c.0))
+        {
+            d.best = o.best.clone();
+        }
+        d.set_order(run / 4 + v0);
+        // Alternate the branching strategies (one is lucky where the other
+        // is not; see `Sky::pick_well`).
+        d.mode = if mode == 2 { run % 2 } else { mode };
+        d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
+        if d.run() {
+            if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+                break d;
+            }
+            // A placement below the old cap: continue with the new one.
+            continue;
+        }
+        if !d.aborted || d.timed_out {
+            break d;
+        }
+        run += 1;
+    };
+    if debug() {
+        eprintln!(
+            "skyline group {} buffers, {} nodes, {} runs, timed_out {}, best {:?}",
+            d.gid.len(),
+            d.nodes,
+            run + 1,
+            d.timed_out,
+            d.best.as_ref().map(|b| b.0)
+        );
+    }
+    let exhausted = !d.timed_out && !d.aborted && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
+    GroupResult {
+        gid: d.gid.clone(),
+        best: d.best.clone(),
+        exhausted,
+        cap: d.cap,
+        timed_out: d.timed_out,
+    }
+}
+
+/// The general search (fixed buffers, alignments) with restarts as above;
+/// odd runs are heuristic (only the lowest buffers are branched on).
+fn run_general(
+    p: &Problem,
+    members: &[usize],
+    deadline: Instant,
+    cap: u64,
+    goal: u64,
+) -> GroupResult {
+    let mut d = Dfs::new(p, members, deadline);
+    d.cap = cap;
+    d.goal = goal;
+    let mut run = 0u32;
+    loop {
+        d.set_key_order(run / 2);
+        d.node_limit = d
+            .nodes
+            .saturating_add(RESTART_BASE * luby(run as u64 / 2 + 1));
+        d.aborted = false;
+        d.restrict = run % 2 == 1;
+        d.stop = false;
+        d.dfs(0, u32::MAX, 0);
+        let complete = !d.aborted && !d.restrict;
+        if complete || d.timed_out || d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {
+            break;
+        }
+        run += 1;
+    }
+    if debug() {
+        eprintln!(
+            "group {} movable, {} nodes, {} runs, timed_out {}, best {:?}",
+            d.size.len(),
+            d.nodes,
+            run + 1,
+            d.timed_out,
+            d.best.as_ref().map(|b| b.0)
+        );
+    }
+    let exhausted =
+        !d.timed_out && !d.aborted && !d.restrict && d.best.as_ref().is_none_or(|b| b.0 > d.goal);
+    GroupResult {
+        gid: d.gid,
+        best: d.best,
+        exhausted,
+        cap: d.cap,
+        timed_out: d.timed_out,
     }
 }

@@ -32,6 +32,19 @@ fn instance(max_n: usize) -> impl Strategy<Value = Problem> {
         })
 }
 
+/// Plain instances (no fixed buffer, no alignment): the skyline search.
+fn plain(max_n: usize) -> impl Strategy<Value = Problem> {
+    let buf = (0u64..6, 1u64..5, 1u64..6);
+    prop::collection::vec(buf, 1..=max_n).prop_map(|v| Problem {
+        buffers: v
+            .into_iter()
+            .enumerate()
+            .map(|(i, (l, d, s))| Buffer::new(format!("b{i}"), l, l + d, s))
+            .collect(),
+        capacity: None,
+    })
+}
+
 /// Minimum over all orders of "place at the lowest aligned gap among the
 /// already placed buffers that overlap in time" (fixed buffers pre-placed).
 /// Some order (sorting an optimal placement by offset) reaches the optimum.
@@ -81,7 +94,7 @@ fn permute(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
     fn exact_matches_brute_force(p in instance(7)) {
@@ -92,6 +105,23 @@ proptest! {
         prop_assert!(s.optimal);
         prop_assert!(s.lower_bound <= opt);
         prop_assert!(memplan::lower_bound(&p) <= opt);
+    }
+
+    #[test]
+    fn exact_matches_brute_force_plain(p in plain(7)) {
+        let opt = brute_force(&p);
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true }).unwrap();
+        prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+        prop_assert_eq!(s.peak, opt);
+        prop_assert!(s.optimal);
+        // Fit mode at the optimum must fit, one below must not.
+        let mut q = p.clone();
+        q.capacity = Some(opt);
+        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false }).unwrap();
+        prop_assert!(check(&q, &f.offsets).is_ok());
+        q.capacity = Some(opt - 1);
+        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false });
+        prop_assert!(below.is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--time-limit S]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--time-limit S] [--only NAME-PREFIX]`
 
 use memplan::{check, cli, csv, greedy, lower_bound, solve, Options, Problem};
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ const MINIMALLOC_TOTAL_S: f64 = 29.0;
 fn main() {
     let mut minimize = false;
     let mut limit = Duration::from_secs(1);
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -21,8 +22,11 @@ fn main() {
                     .expect("--time-limit needs seconds");
                 limit = Duration::from_secs_f64(s);
             }
+            "--only" => only = args.next(),
             _ => {
-                eprintln!("usage: memplan-bench [--minimize] [--time-limit S]");
+                eprintln!(
+                    "usage: memplan-bench [--minimize] [--time-limit S] [--only NAME-PREFIX]"
+                );
                 std::process::exit(2);
             }
         }
@@ -54,6 +58,9 @@ fn main() {
                     .filter(|f| f.extension().is_some_and(|e| e == "csv"))
                 {
                     let name = f.file_name().unwrap().to_string_lossy().to_string();
+                    if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
+                        continue;
+                    }
                     let text = std::fs::read_to_string(f).expect("read");
                     let mut p = csv::read(&text).expect("parse");
                     // "A.1048576.csv": the middle part is the capacity.

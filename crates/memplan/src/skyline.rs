@@ -1,0 +1,626 @@
+//! Skyline search: the exact search used for groups without fixed buffers
+//! whose alignments all divide the gcd of the sizes (then every offset built
+//! from sums of sizes is aligned, so alignment can be ignored).
+//!
+//! **State.** The time axis of the group is cut at every start and end into
+//! sections. `h[s]` is a *floor* for section `s`: every unplaced buffer live
+//! in `s` must lie at an offset `>= h[s]`. `rem[s]` is the total size of the
+//! unplaced buffers live in `s`; a section with `rem[s] == 0` is *dead* (no
+//! unplaced buffer crosses it) and acts as a wall. A node stands for "is
+//! there a placement of the unplaced buffers, pairwise disjoint where they
+//! overlap in time, each at an offset `>=` the floor of every section it is
+//! live in, with every top `<= cap`?".
+//!
+//! **Normal form.** If such a placement exists, one exists where every
+//! unplaced buffer `b` sits at `max(floor over its sections, tops of the
+//! unplaced buffers below it that overlap it in time)` (drop the buffers one
+//! by one in offset order; nothing rises). Below, "completion" means such a
+//! normal-form placement.
+//!
+//! **Branching.** Let `L` be the lowest floor over live sections and `t0`
+//! the leftmost live section with floor `L`; the *plateau* `P = [t0, pe)` is
+//! the maximal run of live sections with floor `L` starting at `t0`. Every
+//! unplaced buffer lies at `>= L`. In a completion, either some buffer `b`
+//! covers the cell `(t0, L)`, or none does.
+//! * If `b` does, its offset is `L` (nothing lies lower), so every floor over
+//!   its lifetime is `<= L`, hence `== L`: its lifetime lies in one run of
+//!   live sections at `L` containing `t0`, i.e. in `P`, and starts at `t0`
+//!   (section `t0 - 1` is dead, or its floor is `> L`, or `t0 == 0`). So the
+//!   children are "place `b` at `L`" for each unplaced `b` starting at `t0`
+//!   and ending by `pe`; afterwards every unplaced buffer overlapping `b` in
+//!   time must lie at `>= L + size(b)` (it lies at `>= L` and cannot be below
+//!   `b`), which becomes the floor over `b`'s lifetime.
+//! * If none does (the *waste* child): let `tn` be the first section in
+//!   `(t0, pe)` where an unplaced buffer starts (`pe` if none). Take the
+//!   lowest buffer `b*` covering some section of `[t0, tn)`. It cannot start
+//!   inside `(t0, tn)` (nothing starts there), so it starts before `t0` —
+//!   then it covers `t0 - 1` and lies at `>= hl = h[t0 - 1]` — or at `t0`.
+//!   Starting at `t0`, if it ended by `tn` nothing would lie below it in its
+//!   lifetime (it is the lowest there, nothing else reaches `[t0, tn)`), so
+//!   the normal form would put it at `L`, which this child excludes; so it
+//!   reaches `tn`. Then either the largest floor `M` over its lifetime is
+//!   `> L` and it lies at `>= M`, or `M == L` (its lifetime is inside `P`)
+//!   and its offset `> L` is the top of an unplaced buffer `c` below it that
+//!   overlaps it in time; `c` does not reach `[t0, tn)` (`b*` is the lowest
+//!   there) so `c` starts in `[tn, end(b*))` and the offset is
+//!   `>= L + size(c)`. Hence every buffer covering a section of `[t0, tn)`
+//!   lies at `>= R = min(hl, min over unplaced b starting at t0 of nb(b))`
+//!   with `nb(b) = M(b)` if `M(b) > L`, else `L` + the smallest unplaced
+//!   size starting in `[tn, end(b))` (none: `b` cannot be `b*`). The floor of
+//!   `[t0, tn)` rises to `R > L`; `R == inf` means no completion exists.
+//!
+//! The children are disjoint and cover all completions, every step raises a
+//! floor, and a leaf places every buffer, so the search is complete and
+//! terminates. Identical buffers (same lifetime and size) are placed in index
+//! order (swapping two unplaced identical buffers maps completions onto
+//! completions).
+//!
+//! **Pruning.** Unplaced buffers live in `s` lie above `h[s]` and are
+//! pairwise disjoint there, so `h[s] + rem[s] <= cap` for every live
+//! section; a waste step into `[t0, tn)` spends `R - L` of that slack. On
+//! instances whose lower bound equals the capacity the peak sections have no
+//! slack at all, so the search is almost forced there.
+
+use crate::Problem;
+use std::time::Instant;
+
+const INF: u64 = u64::MAX;
+const NONE: u32 = u32::MAX;
+
+/// Whether the skyline search applies to `members` (see the module docs).
+pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
+    let bs = &p.buffers;
+    let mut g = 0u64;
+    for &i in members {
+        if bs[i].size > 0 {
+            if bs[i].offset.is_some() {
+                return false;
+            }
+            g = gcd(g, bs[i].size);
+        }
+    }
+    members
+        .iter()
+        .all(|&i| bs[i].size == 0 || g.is_multiple_of(bs[i].alignment))
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// A state change, for undo.
+enum Op {
+    /// Buffer placed at this offset (its sections' floors were all there).
+    Place(u32, u64),
+    /// Floors of sections `[a, b)` raised from this height.
+    Raise(u32, u32, u64),
+}
+
+pub(crate) struct Sky {
+    /// Global index of each local buffer.
+    pub gid: Vec<usize>,
+    size: Vec<u64>,
+    span: Vec<(u32, u32)>,
+    /// Per section: the buffers starting there, in the current key order.
+    starts: Vec<Vec<u32>>,
+    /// Per section: how many unplaced buffers start there.
+    nstart: Vec<u32>,
+    prev_same: Vec<u32>,
+    h: Vec<u64>,
+    rem: Vec<u64>,
+    placed: Vec<bool>,
+    off: Vec<u64>,
+    /// Per section boundary `s | s + 1`: unplaced buffers live in both.
+    cross: Vec<u32>,
+    trail: Vec<Op>,
+    nsec: usize,
+    /// Branching strategy (see `pick_well`).
+    pub mode: u32,
+    pub cap: u64,
+    pub goal: u64,
+    pub best: Option<(u64, Vec<u64>)>,
+    pub nodes: u64,
+    /// Node budget of the current run (restarts); `u64::MAX` for none.
+    node_limit: u64,
+    pub aborted: bool,
+    deadline: Instant,
+    pub timed_out: bool,
+    stop: bool,
+}
+
+impl Sky {
+    /// `reversed`: run time backwards (the problem is symmetric in time; the
+    /// mirrored search makes different early choices, which restarts use).
+    pub fn new(p: &Problem, members: &[usize], deadline: Instant, reversed: bool) -> Sky {
+        let bs = &p.buffers;
+        let gid: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| bs[i].size > 0)
+            .collect();
+        let mut times: Vec<u64> = gid
+            .iter()
+            .flat_map(|&i| [bs[i].lower, bs[i].upper])
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let sec = |t: u64| times.binary_search(&t).unwrap() as u32;
+        let nsec = times.len().saturating_sub(1);
+        let n = gid.len();
+        let size: Vec<u64> = gid.iter().map(|&i| bs[i].size).collect();
+        let span: Vec<(u32, u32)> = gid
+            .iter()
+            .map(|&i| {
+                let (a, b) = (sec(bs[i].lower), sec(bs[i].upper));
+                if reversed {
+                    (nsec as u32 - b, nsec as u32 - a)
+                } else {
+                    (a, b)
+                }
+            })
+            .collect();
+        let mut rem = vec![0u64; nsec];
+        let mut nstart = vec![0u32; nsec];
+        let mut cross = vec![0u32; nsec];
+        for i in 0..n {
+            for s in span[i].0..span[i].1 - 1 {
+                cross[s as usize] += 1;
+            }
+            nstart[span[i].0 as usize] += 1;
+            for s in span[i].0..span[i].1 {
+                rem[s as usize] += size[i];
+            }
+        }
+        let mut prev_same = vec![NONE; n];
+        let mut ids: Vec<usize> = (0..n).collect();
+        ids.sort_by_key(|&i| (span[i], size[i], i));
+        for w in ids.windows(2) {
+            if (span[w[0]], size[w[0]]) == (span[w[1]], size[w[1]]) {
+                prev_same[w[1]] = w[0] as u32;
+            }
+        }
+        let mut sky = Sky {
+            gid,
+            size,
+            span,
+            starts: vec![Vec::new(); nsec],
+            nstart,
+            prev_same,
+            h: vec![0; nsec],
+            rem,
+            placed: vec![false; n],
+            off: vec![0; n],
+            cross,
+            trail: Vec::new(),
+            nsec,
+            mode: 0,
+            cap: 0,
+            goal: 0,
+            best: None,
+            nodes: 0,
+            node_limit: u64::MAX,
+            aborted: false,
+            deadline,
+            timed_out: false,
+            stop: false,
+        };
+        sky.set_order(0);
+        sky
+    }
+
+    /// Order in which the buffers starting in one section are tried.
+    /// Variant 0: longer first, then larger; 1: larger first, then longer;
+    /// 2: larger area first; above that one of those with a deterministic
+    /// random perturbation (for restarts).
+    pub fn set_order(&mut self, variant: u32) {
+        let n = self.size.len();
+        let len = |i: usize| (self.span[i].1 - self.span[i].0) as u64;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(variant as u64 + 1) | 1;
+        let noise: Vec<u64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if variant < 3 {
+                    0
+                } else {
+                    x % 4
+                }
+            })
+            .collect();
+        for l in &mut self.starts {
+            l.clear();
+        }
+        let mut ids: Vec<usize> = (0..n).collect();
+        match variant % 3 {
+            0 => ids.sort_by_key(|&i| (std::cmp::Reverse((len(i), self.size[i])), i)),
+            1 => ids.sort_by_key(|&i| (std::cmp::Reverse((self.size[i], len(i))), i)),
+            _ => {
+                ids.sort_by_key(|&i| (std::cmp::Reverse(self.size[i] as u128 * len(i) as u128), i))
+            }
+        }
+        // Perturb ranks a little: a rank may move past up to 3 neighbours.
+        let mut ranked: Vec<(usize, usize)> = ids
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| (r + noise[i] as usize, i))
+            .collect();
+        ranked.sort_unstable();
+        for (_, i) in ranked {
+            self.starts[self.span[i].0 as usize].push(i as u32);
+        }
+    }
+
+    /// Start a run with a budget of `budget` more nodes.
+    pub fn begin_run(&mut self, budget: u64) {
+        self.node_limit = self.nodes.saturating_add(budget);
+        self.aborted = false;
+        self.stop = false;
+    }
+
+    fn apply_place(&mut self, b: usize, l: u64) {
+        let (lo, hi) = (self.span[b].0 as usize, self.span[b].1 as usize);
+        let sz = self.size[b];
+        self.placed[b] = true;
+        self.off[b] = l;
+        self.nstart[lo] -= 1;
+        for s in lo..hi {
+            self.h[s] = l + sz;
+            self.rem[s] -= sz;
+        }
+        for s in lo..hi - 1 {
+            self.cross[s] -= 1;
+        }
+        self.trail.push(Op::Place(b as u32, l));
+    }
+
+    fn apply_raise(&mut self, t0: usize, tn: usize, l: u64, r: u64) {
+        for s in t0..tn {
+            self.h[s] = r;
+        }
+        self.trail.push(Op::Raise(t0 as u32, tn as u32, l));
+    }
+
+    /// Undo everything after trail position `mark`.
+    pub fn undo(&mut self, mark: usize) {
+        while self.trail.len() > mark {
+            match self.trail.pop().unwrap() {
+                Op::Place(b, l) => {
+                    let b = b as usize;
+                    let (lo, hi) = (self.span[b].0 as usize, self.span[b].1 as usize);
+                    let sz = self.size[b];
+                    for s in lo..hi {
+                        self.h[s] = l;
+                        self.rem[s] += sz;
+                    }
+                    for s in lo..hi - 1 {
+                        self.cross[s] += 1;
+                    }
+                    self.nstart[lo] += 1;
+                    self.placed[b] = false;
+                }
+                Op::Raise(t0, tn, l) => {
+                    for s in t0 as usize..tn as usize {
+                        self.h[s] = l;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One run: search for a placement with peak `<= cap`. On success the
+    /// placement is recorded in `best`, `cap` drops below it and `true` is
+    /// returned; the state is always restored.
+    pub fn run(&mut self) -> bool {
+        let ok = self.solve_parts(0, self.nsec);
+        if ok {
+            let pk = (0..self.size.len())
+                .map(|i| self.off[i] + self.size[i])
+                .max()
+                .unwrap_or(0);
+            debug_assert!(pk <= self.cap);
+            self.best = Some((pk, self.off.clone()));
+            self.cap = pk.saturating_sub(1);
+        }
+        self.undo(0);
+        ok
+    }
+
+    /// Solve the live sections of `[lo, hi)` component by component. Two
+    /// maximal runs of live sections that no unplaced buffer crosses between
+    /// are independent (they share no buffer, and floors are per section),
+    /// so a failure of a later one is never retried against other choices
+    /// in an earlier one. On success the placements stay applied.
+    fn solve_parts(&mut self, lo: usize, hi: usize) -> bool {
+        let mut s = lo;
+        while s < hi {
+            if self.rem[s] == 0 {
+                s += 1;
+                continue;
+            }
+            let a = s;
+            while s + 1 < hi && self.cross[s] > 0 {
+                s += 1;
+            }
+            s += 1;
+            if !self.solve(a, s) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Choose where to branch in the component `[lo, hi)` (all live, every
+    /// boundary crossed). A *well* is a maximal run of equal floors whose
+    /// neighbours are higher (or outside the component); the branching
+    /// argument of the module docs only needs `P` to be a well, not the
+    /// lowest one: a buffer covering `(t0, w)` lies at `w`, so its lifetime
+    /// has floors `<= w`, i.e. lies in the well and starts at its left end,
+    /// and everything in the waste analysis happens inside the well and at
+    /// its two higher neighbours. Fail first: the well with the fewest
+    /// children (candidates, plus one if its slack allows waste), ties to
+    /// the least slack. `None` if some well has no child at all.
+    fn pick_well(&mut self, lo: usize, hi: usize) -> Option<(usize, usize)> {
+        let cap = self.cap;
+        let mut best: Option<(u32, u64, usize, usize)> = None;
+        let mut a = lo;
+        while a < hi {
+            let w = self.h[a];
+            let mut e = a + 1;
+            while e < hi && self.h[e] == w {
+                e += 1;
+            }
+            let left_ok = a == lo || self.h[a - 1] > w;
+            let right_ok = e == hi || self.h[e] > w;
+            if left_ok && right_ok {
+                let mut n = 0u32;
+                for &b in &self.starts[a] {
+                    let b = b as usize;
+                    if self.placed[b] || self.span[b].1 as usize > e {
+                        continue;
+                    }
+                    let ps = self.prev_same[b];
+                    if ps != NONE && !self.placed[ps as usize] {
+                        continue;
+                    }
+                    n += 1;
+                }
+                let mut tn = a + 1;
+                while tn < e && self.nstart[tn] == 0 {
+                    tn += 1;
+                }
+                let slack = (a..tn)
+                    .map(|s| cap - self.h[s] - self.rem[s])
+                    .min()
+                    .unwrap();
+                if slack > 0 {
+                    n += 1;
+                }
+                if n == 0 {
+                    return None;
+                }
+                // Mode 0: forced wells first, else the lowest (leftmost);
+                // mode 1: fewest children, then least slack.
+                let key = if self.mode == 0 {
+                    (n.min(2), w, a, e)
+                } else {
+                    (n, slack, a, e)
+                };
+                if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+                    best = Some(key);
+                }
+            }
+            a = e;
+        }
+        best.map(|b| (b.2, b.3))
+    }
+
+    /// Solve one connected component `[lo, hi)` of live sections.
+    fn solve(&mut self, lo: usize, hi: usize) -> bool {
+        self.nodes += 1;
+        if self.nodes & 1023 == 0 && Instant::now() >= self.deadline {
+            self.timed_out = true;
+            self.stop = true;
+        }
+        if self.nodes >= self.node_limit {
+            self.aborted = true;
+            self.stop = true;
+        }
+        if self.stop {
+            return false;
+        }
+        // Section bound, then pick a well (see `pick_well`).
+        let cap = self.cap;
+        for s in lo..hi {
+            if self.h[s] + self.rem[s] > cap {
+                return false;
+            }
+        }
+        let Some((t0, pe)) = self.pick_well(lo, hi) else {
+            return false;
+        };
+        let l = self.h[t0];
+        // Place a buffer at (t0, l).
+        for k in 0..self.starts[t0].len() {
+            let b = self.starts[t0][k] as usize;
+            if self.placed[b] {
+                continue;
+            }
+            if self.span[b].1 as usize > pe {
+                continue;
+            }
+            let ps = self.prev_same[b];
+            if ps != NONE && !self.placed[ps as usize] {
+                continue;
+            }
+            let mark = self.trail.len();
+            self.apply_place(b, l);
+            if self.solve_parts(lo, hi) {
+                return true;
+            }
+            self.undo(mark);
+            if self.stop {
+                return false;
+            }
+        }
+        // Waste: nothing covers (t0, l); raise [t0, tn) to R (module docs).
+        let mut tn = t0 + 1;
+        while tn < pe && self.nstart[tn] == 0 {
+            tn += 1;
+        }
+        let mut r = if t0 > lo && self.cross[t0 - 1] > 0 {
+            self.h[t0 - 1]
+        } else {
+            INF
+        };
+        for k in 0..self.starts[t0].len() {
+            let b = self.starts[t0][k] as usize;
+            if self.placed[b] {
+                continue;
+            }
+            let (blo, bhi) = self.span[b];
+            let m = (blo as usize..bhi as usize)
+                .map(|s| self.h[s])
+                .max()
+                .unwrap_or(l);
+            let nb = if m > l {
+                m
+            } else {
+                let mut smin = INF;
+                for s in tn..bhi as usize {
+                    if self.nstart[s] == 0 {
+                        continue;
+                    }
+                    for &c in &self.starts[s] {
+                        if !self.placed[c as usize] {
+                            smin = smin.min(self.size[c as usize]);
+                        }
+                    }
+                }
+                l.saturating_add(smin)
+            };
+            r = r.min(nb);
+        }
+        if r == INF {
+            return false;
+        }
+        for s in t0..tn {
+            if r.saturating_add(self.rem[s]) > cap {
+                return false;
+            }
+        }
+        let mark = self.trail.len();
+        self.apply_raise(t0, tn, l, r);
+        if self.solve_parts(lo, hi) {
+            return true;
+        }
+        self.undo(mark);
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{check, Buffer};
+    use std::time::Duration;
+
+    /// Optimum by brute force: the best over all orders of "lowest gap
+    /// among the earlier buffers that overlap in time" (sorting an optimal
+    /// placement by offset gives an order that reaches it).
+    fn brute(bs: &[(u64, u64, u64)]) -> u64 {
+        fn rec(bs: &[(u64, u64, u64)], off: &mut Vec<Option<u64>>, best: &mut u64) {
+            let mut any = false;
+            for i in 0..bs.len() {
+                if off[i].is_some() {
+                    continue;
+                }
+                any = true;
+                let (l, u, s) = bs[i];
+                let mut o = 0;
+                'again: loop {
+                    for (j, oj) in off.iter().enumerate() {
+                        if let Some(oj) = *oj {
+                            let (lj, uj, sj) = bs[j];
+                            if l < uj && lj < u && o < oj + sj && oj < o + s {
+                                o = oj + sj;
+                                continue 'again;
+                            }
+                        }
+                    }
+                    break;
+                }
+                off[i] = Some(o);
+                rec(bs, off, best);
+                off[i] = None;
+            }
+            if !any {
+                let pk = (0..bs.len())
+                    .map(|i| off[i].unwrap() + bs[i].2)
+                    .max()
+                    .unwrap();
+                *best = (*best).min(pk);
+            }
+        }
+        let mut best = u64::MAX;
+        rec(bs, &mut vec![None; bs.len()], &mut best);
+        best
+    }
+
+    /// The skyline search alone (no greedy, no restarts) must find a
+    /// placement at the optimum and prove that none exists below it.
+    #[test]
+    fn complete_on_small_instances() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for case in 0..400 {
+            let n = 1 + rnd(7) as usize;
+            let bs: Vec<(u64, u64, u64)> = (0..n)
+                .map(|_| {
+                    let l = rnd(6);
+                    (
+                        l,
+                        l + 1 + rnd(4),
+                        1 + rnd(if case % 2 == 0 { 5 } else { 3 }),
+                    )
+                })
+                .collect();
+            let p = Problem {
+                buffers: bs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(l, u, s))| Buffer::new(i.to_string(), l, u, s))
+                    .collect(),
+                capacity: None,
+            };
+            let opt = brute(&bs);
+            let members: Vec<usize> = (0..n).collect();
+            let far = Instant::now() + Duration::from_secs(60);
+            let mut d = Sky::new(&p, &members, far, case % 3 == 1);
+            d.mode = (case % 4 / 2) as u32;
+            d.cap = opt;
+            d.goal = 0;
+            d.begin_run(u64::MAX);
+            assert!(d.run(), "case {case}: {bs:?} fits in {opt}");
+            let (pk, loc) = d.best.clone().unwrap();
+            let mut offs = vec![0; n];
+            for (k, &g) in d.gid.iter().enumerate() {
+                offs[g] = loc[k];
+            }
+            assert_eq!(check(&p, &offs).unwrap(), pk);
+            assert_eq!(pk, opt, "case {case}: {bs:?}");
+            // cap is now opt - 1: nothing must be found.
+            d.begin_run(u64::MAX);
+            assert!(!d.run(), "case {case}: {bs:?} below {opt}");
+            assert!(!d.aborted && !d.timed_out);
+        }
+    }
+}
