@@ -66,7 +66,7 @@ pub fn single_node(
     let parse = reg
         .get(domain, op_type)
         .ok_or_else(|| format!("no op {domain}::{op_type}"))?;
-    let op = parse(&Attrs { list: attrs }).map_err(|e| e.0)?;
+    let op = parse(&Attrs::new(attrs)).map_err(|e| e.0)?;
     let mut g = Graph::default();
     let mut ins = Vec::new();
     for (i, inp) in inputs.into_iter().enumerate() {
@@ -249,12 +249,22 @@ pub mod onnx_build {
         outputs: Vec<ValueInfoProto>,
         inits: Vec<TensorProto>,
     ) -> Vec<u8> {
+        model_with_opset(17, nodes, inputs, outputs, inits)
+    }
+    /// A model importing the default domain at `opset`.
+    pub fn model_with_opset(
+        opset: i64,
+        nodes: Vec<NodeProto>,
+        inputs: Vec<ValueInfoProto>,
+        outputs: Vec<ValueInfoProto>,
+        inits: Vec<TensorProto>,
+    ) -> Vec<u8> {
         let m = ModelProto {
             ir_version: 8,
             opset_import: vec![
                 OperatorSetIdProto {
                     domain: String::new(),
-                    version: 17,
+                    version: opset,
                 },
                 OperatorSetIdProto {
                     domain: "com.microsoft".into(),

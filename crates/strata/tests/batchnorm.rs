@@ -29,7 +29,7 @@ fn eval(
     want: &[bool],
 ) -> Vec<Tensor> {
     let reg = Registry::standard();
-    let o = reg.get(MS, op).unwrap()(&Attrs { list: attrs }).unwrap();
+    let o = reg.get(MS, op).unwrap()(&Attrs::new(attrs)).unwrap();
     let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
     let ins: Vec<_> = inputs
         .iter()
@@ -359,13 +359,11 @@ fn batchnorm_grad_matches_finite_differences_and_c() {
 #[test]
 fn unsupported_attributes_and_shapes_are_rejected() {
     let reg = Registry::standard();
-    let e = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs {
-        list: &[attr_i("training_mode", 0)],
-    })
-    .unwrap_err()
-    .0;
+    let e = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs::new(&[attr_i("training_mode", 0)]))
+        .unwrap_err()
+        .0;
     assert!(e.contains("training_mode"), "{e}");
-    let op = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs { list: &[] }).unwrap();
+    let op = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs::new(&[])).unwrap();
     let x = TensorType::f32(vec![2, 3, 4]);
     let c = TensorType::f32(vec![3]);
     let bad = TensorType::f32(vec![4]);

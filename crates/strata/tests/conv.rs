@@ -23,7 +23,7 @@ fn eval(
     want: &[bool],
 ) -> Vec<Tensor> {
     let reg = Registry::standard();
-    let o = reg.get(domain, op).unwrap()(&Attrs { list: attrs }).unwrap();
+    let o = reg.get(domain, op).unwrap()(&Attrs::new(attrs)).unwrap();
     let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
     let ins: Vec<_> = inputs
         .iter()
@@ -47,7 +47,7 @@ fn eval(
 
 fn parse_err(domain: &str, op: &str, attrs: &[AttributeProto]) -> String {
     let reg = Registry::standard();
-    match reg.get(domain, op).unwrap()(&Attrs { list: attrs }) {
+    match reg.get(domain, op).unwrap()(&Attrs::new(attrs)) {
         Ok(o) => panic!("{op} accepted bad attributes: {o:?}"),
         Err(e) => e.0,
     }
@@ -439,10 +439,7 @@ fn unsupported_attributes_are_rejected() {
     assert!(e.contains("dilations"), "{e}");
     // Shape errors name what is wrong.
     let reg = Registry::standard();
-    let op = reg.get("", "Conv").unwrap()(&Attrs {
-        list: &[attr_i("group", 2)],
-    })
-    .unwrap();
+    let op = reg.get("", "Conv").unwrap()(&Attrs::new(&[attr_i("group", 2)])).unwrap();
     let x = TensorType::f32(vec![1, 3, 4, 4]);
     let w = TensorType::f32(vec![2, 1, 3, 3]);
     let ins = [
@@ -458,7 +455,7 @@ fn unsupported_attributes_are_rejected() {
     let e = op.infer(&ins, 1).unwrap_err().0;
     assert!(e.contains("group"), "{e}");
     // ConvGradW cannot guess the kernel size.
-    let op = reg.get("", "ConvGradW").unwrap()(&Attrs { list: &[] }).unwrap();
+    let op = reg.get("", "ConvGradW").unwrap()(&Attrs::new(&[])).unwrap();
     let dy = TensorType::f32(vec![1, 2, 2, 2]);
     let ins = [
         Some(OpInput {

@@ -19,7 +19,7 @@ fn f(shape: &[usize], v: &[f32]) -> Tensor {
 
 fn eval(op: &str, inputs: Vec<Tensor>) -> Result<Tensor, String> {
     let reg = Registry::standard();
-    let o = reg.get("", op).unwrap()(&Attrs { list: &[] }).map_err(|e| e.0)?;
+    let o = reg.get("", op).unwrap()(&Attrs::new(&[])).map_err(|e| e.0)?;
     let tys: Vec<TensorType> = inputs.iter().map(|t| t.ty()).collect();
     let ins: Vec<_> = inputs
         .iter()

@@ -24,7 +24,7 @@ fn eval(
     want: &[bool],
 ) -> Vec<Tensor> {
     let reg = Registry::standard();
-    let o = reg.get(domain, op).unwrap()(&Attrs { list: attrs }).unwrap();
+    let o = reg.get(domain, op).unwrap()(&Attrs::new(attrs)).unwrap();
     let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
     let ins: Vec<_> = inputs
         .iter()
@@ -48,7 +48,7 @@ fn eval(
 
 fn parse_err(domain: &str, op: &str, attrs: &[AttributeProto]) -> String {
     let reg = Registry::standard();
-    match reg.get(domain, op).unwrap()(&Attrs { list: attrs }) {
+    match reg.get(domain, op).unwrap()(&Attrs::new(attrs)) {
         Ok(o) => panic!("{op} accepted bad attributes: {o:?}"),
         Err(e) => e.0,
     }

@@ -31,7 +31,7 @@ fn eval(
     n_out: usize,
 ) -> Result<Vec<Tensor>, String> {
     let reg = Registry::standard();
-    let o = reg.get(dom, op).unwrap()(&Attrs { list: attrs }).map_err(|e| e.0)?;
+    let o = reg.get(dom, op).unwrap()(&Attrs::new(attrs)).map_err(|e| e.0)?;
     let tys: Vec<TensorType> = inputs.iter().map(|t| t.ty()).collect();
     let ins: Vec<_> = inputs
         .iter()
