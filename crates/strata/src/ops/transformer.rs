@@ -394,7 +394,7 @@ pub fn erf64(x: f64) -> f64 {
             break;
         }
     }
-    let r = 1.128_379_167_095_512_6 * (-ax * ax).exp() * sum;
+    let r = std::f64::consts::FRAC_2_SQRT_PI * (-ax * ax).exp() * sum;
     if x < 0.0 {
         -r
     } else {
