@@ -284,3 +284,54 @@ pub mod onnx_build {
         m.encode_to_vec()
     }
 }
+
+/// The shared fixtures directory (`STRATA_SHARED`, else `../shared` beside
+/// the checkout), or `None` after printing that the caller is skipped.
+pub fn shared_dir() -> Option<std::path::PathBuf> {
+    let p = std::env::var_os("STRATA_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+        });
+    if p.join("fixtures").is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
+        None
+    }
+}
+
+/// Evaluate one op's reference kernel on constant inputs; `want[i]` says
+/// whether output `i` is requested.
+pub fn eval_node(
+    domain: &str,
+    op: &str,
+    attrs: &[AttributeProto],
+    inputs: Vec<Option<Tensor>>,
+    want: &[bool],
+) -> Result<Vec<Tensor>, String> {
+    let reg = Registry::standard();
+    let parse = reg
+        .get(domain, op)
+        .ok_or_else(|| format!("no op {domain}::{op}"))?;
+    let o = parse(&Attrs::new(attrs)).map_err(|e| e.0)?;
+    let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
+    let ins: Vec<_> = inputs
+        .iter()
+        .zip(&tys)
+        .map(|(t, ty)| {
+            t.as_ref().map(|t| OpInput {
+                ty: ty.as_ref().unwrap(),
+                value: Some(t),
+            })
+        })
+        .collect();
+    let types = o.infer(&ins, want.len()).map_err(|e| e.0)?;
+    let refs: Vec<Option<&Tensor>> = inputs.iter().map(|t| t.as_ref()).collect();
+    let outs: Vec<Option<&TensorType>> = types
+        .iter()
+        .zip(want)
+        .map(|(t, &w)| w.then_some(t))
+        .collect();
+    o.eval(&refs, &outs).map_err(|e| e.0)
+}
