@@ -60,12 +60,54 @@
 //! section; a waste step into `[t0, tn)` spends `R - L` of that slack. On
 //! instances whose lower bound equals the capacity the peak sections have no
 //! slack at all, so the search is almost forced there.
+//!
+//! **Dead-state memo.** Whether a component has a completion depends only
+//! on its floors, its set of unplaced buffers and the cap. A component whose
+//! children all failed (not cut by a budget) is stored under a 128-bit hash
+//! of that state with the cap, and is pruned when met again at the same or
+//! a smaller cap: through another path, after a failing sibling component,
+//! or in a later restart. (Only a hash collision could prune wrongly.)
 
 use crate::Problem;
 use std::time::Instant;
 
 const INF: u64 = u64::MAX;
 const NONE: u32 = u32::MAX;
+/// Entries of the dead-state memo before it is cleared.
+const DEAD_LIMIT: usize = 1 << 22;
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Hasher for keys that are already hashes.
+#[derive(Default, Clone, Copy)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &x in bytes {
+            self.0 = self.0.rotate_left(8) ^ x as u64;
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64 ^ (v >> 64) as u64;
+    }
+}
 
 /// Whether the skyline search applies to `members` (see the module docs).
 pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
@@ -117,6 +159,13 @@ pub(crate) struct Sky {
     cross: Vec<u32>,
     trail: Vec<Op>,
     nsec: usize,
+    /// Random key per buffer (two independent 64-bit halves).
+    zkey: Vec<(u64, u64)>,
+    /// Per section: XOR of the keys of the unplaced buffers starting there.
+    zs: Vec<(u64, u64)>,
+    /// Failed component states (128-bit hash) -> the largest cap at which
+    /// that state was proven to have no completion (see `solve`).
+    dead: std::collections::HashMap<u128, u64, IdHash>,
     /// Branching strategy (see `pick_well`).
     pub mode: u32,
     pub cap: u64,
@@ -182,7 +231,24 @@ impl Sky {
                 prev_same[w[1]] = w[0] as u32;
             }
         }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let zkey: Vec<(u64, u64)> = (0..n).map(|_| (rnd(), rnd())).collect();
+        let mut zs = vec![(0u64, 0u64); nsec];
+        for i in 0..n {
+            let z = &mut zs[span[i].0 as usize];
+            z.0 ^= zkey[i].0;
+            z.1 ^= zkey[i].1;
+        }
         let mut sky = Sky {
+            zkey,
+            zs,
+            dead: Default::default(),
             gid,
             size,
             span,
@@ -267,6 +333,8 @@ impl Sky {
         self.placed[b] = true;
         self.off[b] = l;
         self.nstart[lo] -= 1;
+        self.zs[lo].0 ^= self.zkey[b].0;
+        self.zs[lo].1 ^= self.zkey[b].1;
         for s in lo..hi {
             self.h[s] = l + sz;
             self.rem[s] -= sz;
@@ -300,6 +368,8 @@ impl Sky {
                         self.cross[s] += 1;
                     }
                     self.nstart[lo] += 1;
+                    self.zs[lo].0 ^= self.zkey[b].0;
+                    self.zs[lo].1 ^= self.zkey[b].1;
                     self.placed[b] = false;
                 }
                 Op::Raise(t0, tn, l) => {
@@ -442,6 +512,40 @@ impl Sky {
         let Some((t0, pe)) = self.pick_well(lo, hi) else {
             return false;
         };
+        // Memo of dead states: whether the component has a completion
+        // depends only on its floors, its unplaced buffers and the cap
+        // (every unplaced buffer live in it lies inside it), and a state
+        // dead at some cap is dead at every smaller one.
+        let key = self.state_hash(lo, hi);
+        if self.dead.get(&key).is_some_and(|&c| c >= cap) {
+            return false;
+        }
+        let ok = self.branch(lo, hi, t0, pe);
+        if !ok && !self.stop {
+            if self.dead.len() >= DEAD_LIMIT {
+                self.dead.clear();
+            }
+            let e = self.dead.entry(key).or_insert(cap);
+            *e = (*e).max(cap);
+        }
+        ok
+    }
+
+    /// Hash of the state of component `[lo, hi)`: its bounds, floors and
+    /// unplaced buffers (via the per-section start keys).
+    fn state_hash(&self, lo: usize, hi: usize) -> u128 {
+        let mut a = (lo as u64) << 32 | hi as u64;
+        let mut b = a ^ 0x9e37_79b9_7f4a_7c15;
+        for s in lo..hi {
+            a = mix(a ^ self.h[s]) ^ self.zs[s].0;
+            b = mix(b.wrapping_add(self.h[s])).wrapping_add(self.zs[s].1);
+        }
+        (a as u128) << 64 | b as u128
+    }
+
+    /// Branch at the well `[t0, pe)` of component `[lo, hi)`.
+    fn branch(&mut self, lo: usize, hi: usize, t0: usize, pe: usize) -> bool {
+        let cap = self.cap;
         let l = self.h[t0];
         // Place a buffer at (t0, l).
         for k in 0..self.starts[t0].len() {
