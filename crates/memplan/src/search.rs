@@ -535,6 +535,9 @@ fn run_skyline(
     let v0 = knob("MEMPLAN_V0", 0) as u32;
     let mode = knob("MEMPLAN_MODE", 2) as u32;
     let mut fwd = crate::skyline::Sky::new(p, members, deadline, false);
+    // The level bound only checks sections without slack; without any at
+    // the goal it rarely prunes and only costs.
+    let tight = fwd.max_load() >= goal;
     let mut bwd = crate::skyline::Sky::new(p, members, deadline, true);
     for d in [&mut fwd, &mut bwd] {
         d.cap = cap;
@@ -555,6 +558,7 @@ fn run_skyline(
             d.cap = goal;
             for m in 0..2 {
                 d.mode = m;
+                d.level = m == 1 && tight;
                 d.begin_run(base);
                 if d.run() || d.timed_out {
                     hit = Some(k);
@@ -624,6 +628,9 @@ fn run_skyline(
         // Alternate the branching strategies (one is lucky where the other
         // is not; see `Sky::pick_well`).
         d.mode = if mode == 2 { run % 2 } else { mode };
+        // The level bound pays off with fail-first branching (K), not
+        // with lowest-first (its cost per node dominates on E, F, J).
+        d.level = d.mode == 1 && tight;
         d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
         if d.run() {
             if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {

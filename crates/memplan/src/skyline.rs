@@ -61,6 +61,13 @@
 //! instances whose lower bound equals the capacity the peak sections have no
 //! slack at all, so the search is almost forced there.
 //!
+//! **Level bound** (runs with `level` set). An unplaced buffer lies at
+//! `>= M(b)`, the largest floor over its lifetime, so in a section, for
+//! every level `z`, the unplaced buffers live there with `M(b) >= z` must
+//! fit in `[z, cap)`. Checked in sections without slack, where a buffer
+//! held up by a higher floor elsewhere in its lifetime leaves a gap below
+//! it that the others must fill exactly.
+//!
 //! **Dead-state memo.** Whether a component has a completion depends only
 //! on its floors, its set of unplaced buffers and the cap. A component whose
 //! children all failed (not cut by a budget) is stored under a 128-bit hash
@@ -172,6 +179,17 @@ pub(crate) struct Sky {
     pub goal: u64,
     pub best: Option<(u64, Vec<u64>)>,
     pub nodes: u64,
+    /// Per section: the buffers live there.
+    live: Vec<Vec<u32>>,
+    /// Scratch of `level_bound`: `M(b)` memoised per call (`stamp`).
+    lv: Vec<(u64, u64)>,
+    mval: Vec<u64>,
+    mstamp: Vec<u64>,
+    stamp: u64,
+    /// Whether `level_bound` runs (it costs more than it saves on some
+    /// instances, so restarts alternate).
+    pub level: bool,
+
     /// Node budget of the current run (restarts); `u64::MAX` for none.
     node_limit: u64,
     pub aborted: bool,
@@ -245,6 +263,12 @@ impl Sky {
             z.0 ^= zkey[i].0;
             z.1 ^= zkey[i].1;
         }
+        let mut live = vec![Vec::new(); nsec];
+        for (i, &(a, e)) in span.iter().enumerate() {
+            for l in &mut live[a as usize..e as usize] {
+                l.push(i as u32);
+            }
+        }
         let mut sky = Sky {
             zkey,
             zs,
@@ -267,6 +291,13 @@ impl Sky {
             goal: 0,
             best: None,
             nodes: 0,
+            live,
+            lv: Vec::new(),
+            mval: vec![0; n],
+            mstamp: vec![0; n],
+            stamp: 0,
+            level: false,
+
             node_limit: u64::MAX,
             aborted: false,
             deadline,
@@ -320,6 +351,13 @@ impl Sky {
         }
     }
 
+    /// The largest total size live in one section (call between runs,
+    /// when nothing is placed).
+    pub fn max_load(&self) -> u64 {
+        debug_assert!(self.trail.is_empty());
+        self.rem.iter().copied().max().unwrap_or(0)
+    }
+
     /// Start a run with a budget of `budget` more nodes.
     pub fn begin_run(&mut self, budget: u64) {
         self.node_limit = self.nodes.saturating_add(budget);
@@ -332,6 +370,7 @@ impl Sky {
         let sz = self.size[b];
         self.placed[b] = true;
         self.off[b] = l;
+
         self.nstart[lo] -= 1;
         self.zs[lo].0 ^= self.zkey[b].0;
         self.zs[lo].1 ^= self.zkey[b].1;
@@ -504,10 +543,15 @@ impl Sky {
         }
         // Section bound, then pick a well (see `pick_well`).
         let cap = self.cap;
+        let mut maxh = 0;
         for s in lo..hi {
             if self.h[s] + self.rem[s] > cap {
                 return false;
             }
+            maxh = maxh.max(self.h[s]);
+        }
+        if self.level && !self.level_bound(lo, hi, maxh) {
+            return false;
         }
         let Some((t0, pe)) = self.pick_well(lo, hi) else {
             return false;
@@ -531,16 +575,61 @@ impl Sky {
         ok
     }
 
+    /// Level bound: an unplaced buffer `b` lies at `>= M(b)`, the largest
+    /// floor over its lifetime, so in a section `s`, for every level `z`,
+    /// the unplaced buffers live in `s` with `M(b) >= z` fit in `[z, cap)`.
+    /// It can only fail in `s` if some `M(b) > cap - rem[s]`; `maxh` (the
+    /// largest floor of the component) skips the other sections cheaply.
+    /// Only sections without slack are checked (elsewhere it rarely fails
+    /// and costs the most).
+    fn level_bound(&mut self, lo: usize, hi: usize, maxh: u64) -> bool {
+        let cap = self.cap;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut v = std::mem::take(&mut self.lv);
+        let mut ok = true;
+        'sec: for s in lo..hi {
+            if maxh <= cap - self.rem[s] || cap - self.rem[s] - self.h[s] > 0 {
+                continue;
+            }
+            v.clear();
+            for k in 0..self.live[s].len() {
+                let b = self.live[s][k] as usize;
+                if self.placed[b] {
+                    continue;
+                }
+                if self.mstamp[b] != stamp {
+                    let (a, e) = (self.span[b].0 as usize, self.span[b].1 as usize);
+                    self.mval[b] = self.h[a..e].iter().copied().max().unwrap();
+                    self.mstamp[b] = stamp;
+                }
+                v.push((self.mval[b], self.size[b]));
+            }
+            v.sort_unstable_by(|x, y| y.cmp(x));
+            let mut acc = 0u64;
+            for &(m, z) in v.iter() {
+                acc += z;
+                if m + acc > cap {
+                    ok = false;
+                    break 'sec;
+                }
+            }
+        }
+        self.lv = v;
+        ok
+    }
+
     /// Hash of the state of component `[lo, hi)`: its bounds, floors and
     /// unplaced buffers (via the per-section start keys).
     fn state_hash(&self, lo: usize, hi: usize) -> u128 {
         let mut a = (lo as u64) << 32 | hi as u64;
         let mut b = a ^ 0x9e37_79b9_7f4a_7c15;
         for s in lo..hi {
-            a = mix(a ^ self.h[s]) ^ self.zs[s].0;
-            b = mix(b.wrapping_add(self.h[s])).wrapping_add(self.zs[s].1);
+            a = (a.rotate_left(5) ^ self.h[s] ^ self.zs[s].0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            b = (b.rotate_left(7).wrapping_add(self.h[s]) ^ self.zs[s].1)
+                .wrapping_mul(0xd6e8_feb8_6659_fd93);
         }
-        (a as u128) << 64 | b as u128
+        (mix(a) as u128) << 64 | mix(b) as u128
     }
 
     /// Branch at the well `[t0, pe)` of component `[lo, hi)`.
@@ -710,6 +799,7 @@ mod tests {
             let far = Instant::now() + Duration::from_secs(60);
             let mut d = Sky::new(&p, &members, far, case % 3 == 1);
             d.mode = (case % 4 / 2) as u32;
+            d.level = case % 8 >= 4;
             d.cap = opt;
             d.goal = 0;
             d.begin_run(u64::MAX);
