@@ -351,11 +351,15 @@ impl Sky {
         }
     }
 
-    /// The largest total size live in one section (call between runs,
+    /// How many sections have no slack below `cap` (call between runs,
     /// when nothing is placed).
-    pub fn max_load(&self) -> u64 {
+    pub fn tight_sections(&self, cap: u64) -> usize {
         debug_assert!(self.trail.is_empty());
-        self.rem.iter().copied().max().unwrap_or(0)
+        self.rem.iter().filter(|&&r| r >= cap).count()
+    }
+
+    pub fn sections(&self) -> usize {
+        self.nsec
     }
 
     /// Start a run with a budget of `budget` more nodes.
