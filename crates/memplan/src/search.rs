@@ -632,7 +632,7 @@ fn run_skyline(
         // When the goal is a perfect packing (some section has no slack at
         // all), fail-first pays off more often (I): two runs in three.
         d.mode = match mode {
-            2 if perfect => (run % 3 != 0) as u32,
+            2 if perfect => !run.is_multiple_of(3) as u32,
             2 => run % 2,
             m => m,
         };
