@@ -535,6 +535,11 @@ fn run_skyline(
     let v0 = knob("MEMPLAN_V0", 0) as u32;
     let mode = knob("MEMPLAN_MODE", 2) as u32;
     let mut fwd = crate::skyline::Sky::new(p, members, deadline, false);
+    // The level bound only checks sections without slack; unless many
+    // sections have none at the goal (K: 45%; E, F, I: under 15%) it
+    // rarely prunes and only costs.
+    let perfect = fwd.tight_sections(goal) > 0;
+    let tight = fwd.tight_sections(goal) * 5 >= fwd.sections();
     let mut bwd = crate::skyline::Sky::new(p, members, deadline, true);
     for d in [&mut fwd, &mut bwd] {
         d.cap = cap;
@@ -555,6 +560,7 @@ fn run_skyline(
             d.cap = goal;
             for m in 0..2 {
                 d.mode = m;
+                d.level = m == 1 && tight;
                 d.begin_run(base);
                 if d.run() || d.timed_out {
                     hit = Some(k);
@@ -623,7 +629,16 @@ fn run_skyline(
         d.set_order(run / 4 + v0);
         // Alternate the branching strategies (one is lucky where the other
         // is not; see `Sky::pick_well`).
-        d.mode = if mode == 2 { run % 2 } else { mode };
+        // When the goal is a perfect packing (some section has no slack at
+        // all), fail-first pays off more often (I): two runs in three.
+        d.mode = match mode {
+            2 if perfect => !run.is_multiple_of(3) as u32,
+            2 => run % 2,
+            m => m,
+        };
+        // The level bound pays off with fail-first branching (K), not
+        // with lowest-first (its cost per node dominates on E, F, J).
+        d.level = d.mode == 1 && tight;
         d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
         if d.run() {
             if d.best.as_ref().is_some_and(|b| b.0 <= d.goal) {

@@ -60,12 +60,61 @@
 //! section; a waste step into `[t0, tn)` spends `R - L` of that slack. On
 //! instances whose lower bound equals the capacity the peak sections have no
 //! slack at all, so the search is almost forced there.
+//!
+//! **Level bound** (runs with `level` set). An unplaced buffer lies at
+//! `>= M(b)`, the largest floor over its lifetime, so in a section, for
+//! every level `z`, the unplaced buffers live there with `M(b) >= z` must
+//! fit in `[z, cap)`. Checked in sections without slack, where a buffer
+//! held up by a higher floor elsewhere in its lifetime leaves a gap below
+//! it that the others must fill exactly.
+//!
+//! **Dead-state memo.** Whether a component has a completion depends only
+//! on its floors, its set of unplaced buffers and the cap. A component whose
+//! children all failed (not cut by a budget) is stored under a 128-bit hash
+//! of that state with the cap, and is pruned when met again at the same or
+//! a smaller cap: through another path, after a failing sibling component,
+//! or in a later restart. (Only a hash collision could prune wrongly.)
 
 use crate::Problem;
 use std::time::Instant;
 
 const INF: u64 = u64::MAX;
 const NONE: u32 = u32::MAX;
+/// Entries of the dead-state memo before it is cleared.
+const DEAD_LIMIT: usize = 1 << 22;
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Hasher for keys that are already hashes.
+#[derive(Default, Clone, Copy)]
+struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &x in bytes {
+            self.0 = self.0.rotate_left(8) ^ x as u64;
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64 ^ (v >> 64) as u64;
+    }
+}
 
 /// Whether the skyline search applies to `members` (see the module docs).
 pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
@@ -117,12 +166,30 @@ pub(crate) struct Sky {
     cross: Vec<u32>,
     trail: Vec<Op>,
     nsec: usize,
+    /// Random key per buffer (two independent 64-bit halves).
+    zkey: Vec<(u64, u64)>,
+    /// Per section: XOR of the keys of the unplaced buffers starting there.
+    zs: Vec<(u64, u64)>,
+    /// Failed component states (128-bit hash) -> the largest cap at which
+    /// that state was proven to have no completion (see `solve`).
+    dead: std::collections::HashMap<u128, u64, IdHash>,
     /// Branching strategy (see `pick_well`).
     pub mode: u32,
     pub cap: u64,
     pub goal: u64,
     pub best: Option<(u64, Vec<u64>)>,
     pub nodes: u64,
+    /// Per section: the buffers live there.
+    live: Vec<Vec<u32>>,
+    /// Scratch of `level_bound`: `M(b)` memoised per call (`stamp`).
+    lv: Vec<(u64, u64)>,
+    mval: Vec<u64>,
+    mstamp: Vec<u64>,
+    stamp: u64,
+    /// Whether `level_bound` runs (it costs more than it saves on some
+    /// instances, so restarts alternate).
+    pub level: bool,
+
     /// Node budget of the current run (restarts); `u64::MAX` for none.
     node_limit: u64,
     pub aborted: bool,
@@ -182,7 +249,30 @@ impl Sky {
                 prev_same[w[1]] = w[0] as u32;
             }
         }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let zkey: Vec<(u64, u64)> = (0..n).map(|_| (rnd(), rnd())).collect();
+        let mut zs = vec![(0u64, 0u64); nsec];
+        for i in 0..n {
+            let z = &mut zs[span[i].0 as usize];
+            z.0 ^= zkey[i].0;
+            z.1 ^= zkey[i].1;
+        }
+        let mut live = vec![Vec::new(); nsec];
+        for (i, &(a, e)) in span.iter().enumerate() {
+            for l in &mut live[a as usize..e as usize] {
+                l.push(i as u32);
+            }
+        }
         let mut sky = Sky {
+            zkey,
+            zs,
+            dead: Default::default(),
             gid,
             size,
             span,
@@ -201,6 +291,13 @@ impl Sky {
             goal: 0,
             best: None,
             nodes: 0,
+            live,
+            lv: Vec::new(),
+            mval: vec![0; n],
+            mstamp: vec![0; n],
+            stamp: 0,
+            level: false,
+
             node_limit: u64::MAX,
             aborted: false,
             deadline,
@@ -254,6 +351,17 @@ impl Sky {
         }
     }
 
+    /// How many sections have no slack below `cap` (call between runs,
+    /// when nothing is placed).
+    pub fn tight_sections(&self, cap: u64) -> usize {
+        debug_assert!(self.trail.is_empty());
+        self.rem.iter().filter(|&&r| r >= cap).count()
+    }
+
+    pub fn sections(&self) -> usize {
+        self.nsec
+    }
+
     /// Start a run with a budget of `budget` more nodes.
     pub fn begin_run(&mut self, budget: u64) {
         self.node_limit = self.nodes.saturating_add(budget);
@@ -266,7 +374,10 @@ impl Sky {
         let sz = self.size[b];
         self.placed[b] = true;
         self.off[b] = l;
+
         self.nstart[lo] -= 1;
+        self.zs[lo].0 ^= self.zkey[b].0;
+        self.zs[lo].1 ^= self.zkey[b].1;
         for s in lo..hi {
             self.h[s] = l + sz;
             self.rem[s] -= sz;
@@ -300,6 +411,8 @@ impl Sky {
                         self.cross[s] += 1;
                     }
                     self.nstart[lo] += 1;
+                    self.zs[lo].0 ^= self.zkey[b].0;
+                    self.zs[lo].1 ^= self.zkey[b].1;
                     self.placed[b] = false;
                 }
                 Op::Raise(t0, tn, l) => {
@@ -434,14 +547,98 @@ impl Sky {
         }
         // Section bound, then pick a well (see `pick_well`).
         let cap = self.cap;
+        let mut maxh = 0;
         for s in lo..hi {
             if self.h[s] + self.rem[s] > cap {
                 return false;
             }
+            maxh = maxh.max(self.h[s]);
+        }
+        if self.level && !self.level_bound(lo, hi, maxh) {
+            return false;
         }
         let Some((t0, pe)) = self.pick_well(lo, hi) else {
             return false;
         };
+        // Memo of dead states: whether the component has a completion
+        // depends only on its floors, its unplaced buffers and the cap
+        // (every unplaced buffer live in it lies inside it), and a state
+        // dead at some cap is dead at every smaller one.
+        let key = self.state_hash(lo, hi);
+        if self.dead.get(&key).is_some_and(|&c| c >= cap) {
+            return false;
+        }
+        let ok = self.branch(lo, hi, t0, pe);
+        if !ok && !self.stop {
+            if self.dead.len() >= DEAD_LIMIT {
+                self.dead.clear();
+            }
+            let e = self.dead.entry(key).or_insert(cap);
+            *e = (*e).max(cap);
+        }
+        ok
+    }
+
+    /// Level bound: an unplaced buffer `b` lies at `>= M(b)`, the largest
+    /// floor over its lifetime, so in a section `s`, for every level `z`,
+    /// the unplaced buffers live in `s` with `M(b) >= z` fit in `[z, cap)`.
+    /// It can only fail in `s` if some `M(b) > cap - rem[s]`; `maxh` (the
+    /// largest floor of the component) skips the other sections cheaply.
+    /// Only sections without slack are checked (elsewhere it rarely fails
+    /// and costs the most).
+    fn level_bound(&mut self, lo: usize, hi: usize, maxh: u64) -> bool {
+        let cap = self.cap;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut v = std::mem::take(&mut self.lv);
+        let mut ok = true;
+        'sec: for s in lo..hi {
+            if maxh <= cap - self.rem[s] || cap - self.rem[s] - self.h[s] > 0 {
+                continue;
+            }
+            v.clear();
+            for k in 0..self.live[s].len() {
+                let b = self.live[s][k] as usize;
+                if self.placed[b] {
+                    continue;
+                }
+                if self.mstamp[b] != stamp {
+                    let (a, e) = (self.span[b].0 as usize, self.span[b].1 as usize);
+                    self.mval[b] = self.h[a..e].iter().copied().max().unwrap();
+                    self.mstamp[b] = stamp;
+                }
+                v.push((self.mval[b], self.size[b]));
+            }
+            v.sort_unstable_by(|x, y| y.cmp(x));
+            let mut acc = 0u64;
+            for &(m, z) in v.iter() {
+                acc += z;
+                if m + acc > cap {
+                    ok = false;
+                    break 'sec;
+                }
+            }
+        }
+        self.lv = v;
+        ok
+    }
+
+    /// Hash of the state of component `[lo, hi)`: its bounds, floors and
+    /// unplaced buffers (via the per-section start keys).
+    fn state_hash(&self, lo: usize, hi: usize) -> u128 {
+        let mut a = (lo as u64) << 32 | hi as u64;
+        let mut b = a ^ 0x9e37_79b9_7f4a_7c15;
+        for s in lo..hi {
+            a = (a.rotate_left(5) ^ self.h[s] ^ self.zs[s].0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            b = (b.rotate_left(7).wrapping_add(self.h[s]) ^ self.zs[s].1)
+                .wrapping_mul(0xd6e8_feb8_6659_fd93);
+        }
+        (mix(a) as u128) << 64 | mix(b) as u128
+    }
+
+    /// Branch at the well `[t0, pe)` of component `[lo, hi)`.
+    fn branch(&mut self, lo: usize, hi: usize, t0: usize, pe: usize) -> bool {
+        let cap = self.cap;
         let l = self.h[t0];
         // Place a buffer at (t0, l).
         for k in 0..self.starts[t0].len() {
@@ -606,6 +803,7 @@ mod tests {
             let far = Instant::now() + Duration::from_secs(60);
             let mut d = Sky::new(&p, &members, far, case % 3 == 1);
             d.mode = (case % 4 / 2) as u32;
+            d.level = case % 8 >= 4;
             d.cap = opt;
             d.goal = 0;
             d.begin_run(u64::MAX);
