@@ -16,7 +16,7 @@ void st_expand(void *args) {
 
 void st_scale(void *args) {
     const st_scale_args *a = (const st_scale_args *)args;
-    float f = a->down ? 1.0f / a->s[0] : a->s[0];
+    float f = a->f;
     size_t lo, hi;
     st_split((size_t)a->n, &lo, &hi);
     for (size_t i = lo; i < hi; i++) a->y[i] = a->x[i] * f;

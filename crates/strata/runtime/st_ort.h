@@ -9,8 +9,8 @@
 typedef struct { const float *x; float *y; int rank, dims[8], xs[8]; int n; } st_expand_args;
 void st_expand(void *args);
 
-/* y = x * (down ? 1 / s[0] : s[0]) */
-typedef struct { const float *x, *s; float *y; int n, down; } st_scale_args;
+/* y = x * f (f: the scale, or its inverse for scale_down) */
+typedef struct { const float *x; float *y; int n; float f; } st_scale_args;
 void st_scale(void *args);
 
 /* y = ((x[0] + x[1]) + x[2]) + ... over k inputs of n elements. */

@@ -139,14 +139,20 @@ impl Op for Expand {
 
 // ---------------------------------------------------------------- Scale
 
-/// `y = x * s`, or `y = x * (1 / s)` when `scale_down` (s: one element).
+/// `y = x * s`, or `y = x * (1 / s)` when `scale_down`; `s` holds one
+/// element, float or integer (ORT's ReduceMean gradient scales by an int64
+/// element-count ratio), converted to float32 first.
 #[derive(Debug)]
 pub struct Scale {
     pub down: bool,
 }
 
 impl Scale {
-    fn factor(&self, s: f32) -> f32 {
+    fn factor(&self, s: &Tensor) -> f32 {
+        let s = match s.dtype() {
+            DType::F32 => s.as_f32()[0],
+            _ => s.to_i64()[0] as f32,
+        };
         if self.down {
             1.0 / s
         } else {
@@ -158,10 +164,16 @@ impl Scale {
 impl Op for Scale {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
         let x = f32_in(inputs, 0, "Scale")?;
-        let s = f32_in(inputs, 1, "Scale")?;
+        let s = req(inputs, 1)?;
         ensure!(
-            s.numel() == 1,
-            "Scale: the scale must hold one element, found {s}"
+            s.ty.numel() == 1,
+            "Scale: the scale must hold one element, found {}",
+            s.ty
+        );
+        ensure!(
+            s.ty.dtype == DType::F32 || s.value.is_some(),
+            "Scale: a non-float scale ({}) must be a compile-time constant",
+            s.ty
         );
         Ok(vec![x.clone()])
     }
@@ -171,7 +183,7 @@ impl Op for Scale {
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
         let x = arg(inputs, 0)?;
-        let f = self.factor(arg(inputs, 1)?.as_f32()[0]);
+        let f = self.factor(arg(inputs, 1)?);
         Ok(vec![Tensor::f32(
             x.shape.clone(),
             x.as_f32().iter().map(|v| v * f).collect(),
@@ -179,16 +191,22 @@ impl Op for Scale {
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
-        let s = cx.input(1)?.expr.clone();
+        let s = cx.input(1)?.clone();
+        // A constant scale becomes the exact factor; a run-time one is read
+        // (and inverted) when the kernel is called, as `factor` does.
+        let f = match &s.value {
+            Some(v) => super::c_float(self.factor(v)),
+            None if self.down => format!("1.0f / {}[0]", s.expr),
+            None => format!("{}[0]", s.expr),
+        };
         let y = cx.output(0)?.expr.clone();
         cx.kernel(
             "st_scale",
             &[
                 ("x", x.expr),
-                ("s", s),
                 ("y", y),
                 ("n", x.ty.numel().to_string()),
-                ("down", (self.down as i32).to_string()),
+                ("f", f),
             ],
         );
         Ok(())
