@@ -121,17 +121,20 @@ fn conform(
     key: &str,
     tensor: &str,
 ) -> Result<Tensor> {
-    if v.numel() != want.numel()
-        || (v.shape != want.shape && !(v.shape.is_empty() && want.numel() == 1))
-            && v.shape
-                .iter()
-                .filter(|&&d| d != 1)
-                .ne(want.shape.iter().filter(|&&d| d != 1))
-    {
-        return Err(Error::data(
+    // Shapes must agree up to size-1 dimensions (Deeploy stores a scalar
+    // loss as [1], labels as [B] or [B, 1]); the element type must match.
+    let squeeze = |s: &[usize]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+    let mismatch = || {
+        Error::data(
             path,
-            format!("`{key}` is {} but graph input `{tensor}` is {want}", v.ty()),
-        ));
+            format!(
+                "`{key}` is {} but graph tensor `{tensor}` is {want}",
+                v.ty()
+            ),
+        )
+    };
+    if v.numel() != want.numel() || squeeze(&v.shape) != squeeze(&want.shape) {
+        return Err(mismatch());
     }
     let data = match (&v.data, want.dtype) {
         (Data::F32(x), DType::F32) => Data::F32(x.clone()),
@@ -139,12 +142,7 @@ fn conform(
         (Data::I32(x), DType::I64) => Data::I64(x.iter().map(|&a| a as i64).collect()),
         (Data::I32(x), DType::I32) => Data::I32(x.clone()),
         (Data::Bool(x), DType::Bool) => Data::Bool(x.clone()),
-        _ => {
-            return Err(Error::data(
-                path,
-                format!("`{key}` is {} but graph input `{tensor}` is {want}", v.ty()),
-            ))
-        }
+        _ => return Err(mismatch()),
     };
     Ok(Tensor {
         shape: want.shape.clone(),

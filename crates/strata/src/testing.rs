@@ -66,7 +66,7 @@ pub fn single_node(
     let parse = reg
         .get(domain, op_type)
         .ok_or_else(|| format!("no op {domain}::{op_type}"))?;
-    let op = parse(&Attrs { list: attrs }).map_err(|e| e.0)?;
+    let op = parse(&Attrs::new(attrs)).map_err(|e| e.0)?;
     let mut g = Graph::default();
     let mut ins = Vec::new();
     for (i, inp) in inputs.into_iter().enumerate() {
@@ -249,12 +249,22 @@ pub mod onnx_build {
         outputs: Vec<ValueInfoProto>,
         inits: Vec<TensorProto>,
     ) -> Vec<u8> {
+        model_with_opset(17, nodes, inputs, outputs, inits)
+    }
+    /// A model importing the default domain at `opset`.
+    pub fn model_with_opset(
+        opset: i64,
+        nodes: Vec<NodeProto>,
+        inputs: Vec<ValueInfoProto>,
+        outputs: Vec<ValueInfoProto>,
+        inits: Vec<TensorProto>,
+    ) -> Vec<u8> {
         let m = ModelProto {
             ir_version: 8,
             opset_import: vec![
                 OperatorSetIdProto {
                     domain: String::new(),
-                    version: 17,
+                    version: opset,
                 },
                 OperatorSetIdProto {
                     domain: "com.microsoft".into(),
@@ -273,4 +283,55 @@ pub mod onnx_build {
         };
         m.encode_to_vec()
     }
+}
+
+/// The shared fixtures directory (`STRATA_SHARED`, else `../shared` beside
+/// the checkout), or `None` after printing that the caller is skipped.
+pub fn shared_dir() -> Option<std::path::PathBuf> {
+    let p = std::env::var_os("STRATA_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+        });
+    if p.join("fixtures").is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
+        None
+    }
+}
+
+/// Evaluate one op's reference kernel on constant inputs; `want[i]` says
+/// whether output `i` is requested.
+pub fn eval_node(
+    domain: &str,
+    op: &str,
+    attrs: &[AttributeProto],
+    inputs: Vec<Option<Tensor>>,
+    want: &[bool],
+) -> Result<Vec<Tensor>, String> {
+    let reg = Registry::standard();
+    let parse = reg
+        .get(domain, op)
+        .ok_or_else(|| format!("no op {domain}::{op}"))?;
+    let o = parse(&Attrs::new(attrs)).map_err(|e| e.0)?;
+    let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
+    let ins: Vec<_> = inputs
+        .iter()
+        .zip(&tys)
+        .map(|(t, ty)| {
+            t.as_ref().map(|t| OpInput {
+                ty: ty.as_ref().unwrap(),
+                value: Some(t),
+            })
+        })
+        .collect();
+    let types = o.infer(&ins, want.len()).map_err(|e| e.0)?;
+    let refs: Vec<Option<&Tensor>> = inputs.iter().map(|t| t.as_ref()).collect();
+    let outs: Vec<Option<&TensorType>> = types
+        .iter()
+        .zip(want)
+        .map(|(t, &w)| w.then_some(t))
+        .collect();
+    o.eval(&refs, &outs).map_err(|e| e.0)
 }

@@ -311,3 +311,42 @@ fn corrupted_models_never_panic() {
         "the mutations should mostly be rejected ({errors})"
     );
 }
+
+/// An attribute value an op does not implement is an error naming the node,
+/// never a wrong answer.
+#[test]
+fn unsupported_conv_attributes_name_the_node() {
+    use strata::testing::attr_ints;
+    let w = f32_init("w", &[4, 2, 3, 3], &[0.1; 72]);
+    let conv = |attrs| {
+        model(
+            vec![node("Conv", "", &["x", "w"], &["y"], attrs)],
+            vec![value("x", 1, &[1, 2, 8, 8])],
+            vec![value("y", 1, &[1, 4, 4, 4])],
+            vec![w.clone()],
+        )
+    };
+    compile_fails(
+        "dilation",
+        &conv(vec![attr_ints("dilations", &[2, 2])]),
+        &["Conv_y", "dilation"],
+    );
+    compile_fails(
+        "autopad",
+        &conv(vec![strata::testing::attr_s("auto_pad", "SAME_UPPER")]),
+        &["Conv_y", "auto_pad"],
+    );
+    let pool = model(
+        vec![node(
+            "MaxPool",
+            "",
+            &["x"],
+            &["y"],
+            vec![attr_ints("kernel_shape", &[2, 2]), attr_i("ceil_mode", 1)],
+        )],
+        vec![value("x", 1, &[1, 2, 8, 8])],
+        vec![value("y", 1, &[1, 2, 4, 4])],
+        vec![],
+    );
+    compile_fails("ceil", &pool, &["MaxPool_y", "ceil_mode"]);
+}

@@ -5,9 +5,6 @@
 //! running statistics updated in place), attribute errors, and the Deeploy
 //! kernel tests and CNN training fixtures (when ../shared is present).
 
-use std::path::{Path, PathBuf};
-
-use strata::driver::{self, Engine};
 use strata::onnx::proto::AttributeProto;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
@@ -28,27 +25,7 @@ fn eval(
     inputs: Vec<Option<Tensor>>,
     want: &[bool],
 ) -> Vec<Tensor> {
-    let reg = Registry::standard();
-    let o = reg.get(MS, op).unwrap()(&Attrs { list: attrs }).unwrap();
-    let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
-    let ins: Vec<_> = inputs
-        .iter()
-        .zip(&tys)
-        .map(|(t, ty)| {
-            t.as_ref().map(|t| OpInput {
-                ty: ty.as_ref().unwrap(),
-                value: Some(t),
-            })
-        })
-        .collect();
-    let types = o.infer(&ins, want.len()).unwrap();
-    let refs: Vec<Option<&Tensor>> = inputs.iter().map(|t| t.as_ref()).collect();
-    let outs: Vec<Option<&TensorType>> = types
-        .iter()
-        .zip(want)
-        .map(|(t, &w)| w.then_some(t))
-        .collect();
-    o.eval(&refs, &outs).unwrap()
+    strata::testing::eval_node(MS, op, attrs, inputs, want).unwrap()
 }
 
 fn to64(t: &Tensor) -> Vec<f64> {
@@ -359,13 +336,11 @@ fn batchnorm_grad_matches_finite_differences_and_c() {
 #[test]
 fn unsupported_attributes_and_shapes_are_rejected() {
     let reg = Registry::standard();
-    let e = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs {
-        list: &[attr_i("training_mode", 0)],
-    })
-    .unwrap_err()
-    .0;
+    let e = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs::new(&[attr_i("training_mode", 0)]))
+        .unwrap_err()
+        .0;
     assert!(e.contains("training_mode"), "{e}");
-    let op = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs { list: &[] }).unwrap();
+    let op = reg.get(MS, "BatchNormInternal").unwrap()(&Attrs::new(&[])).unwrap();
     let x = TensorType::f32(vec![2, 3, 4]);
     let c = TensorType::f32(vec![3]);
     let bad = TensorType::f32(vec![4]);
@@ -379,33 +354,4 @@ fn unsupported_attributes_and_shapes_are_rejected() {
     let al = op.aliases();
     assert!(al.iter().any(|a| a.output == 1 && a.input == 3));
     assert!(al.iter().any(|a| a.output == 2 && a.input == 4));
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
-
-fn check_both(d: &Path) {
-    let reg = Registry::standard();
-    for e in [Engine::Interp, Engine::C] {
-        let r = driver::check(d, e, u64::MAX / 4, None, &reg)
-            .unwrap_or_else(|err| panic!("{} {e:?}: {err}", d.display()));
-        assert!(r.ok, "{} {e:?}: {:?}", d.display(), r.failures);
-    }
-}
-
-#[test]
-fn deeploy_batchnorm_kernel_tests_pass() {
-    let Some(s) = shared() else { return };
-    for n in ["BatchNormInternal", "BatchNormalizationGrad"] {
-        check_both(&s.join("fixtures/deeploy/Kernels/FP32").join(n));
-    }
 }

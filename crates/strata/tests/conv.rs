@@ -4,9 +4,6 @@
 //! convolution, gradients against central finite differences, attribute
 //! errors, and the Deeploy kernel tests (when ../shared is present).
 
-use std::path::{Path, PathBuf};
-
-use strata::driver::{self, Engine};
 use strata::onnx::proto::AttributeProto;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
@@ -22,32 +19,12 @@ fn eval(
     inputs: Vec<Option<Tensor>>,
     want: &[bool],
 ) -> Vec<Tensor> {
-    let reg = Registry::standard();
-    let o = reg.get(domain, op).unwrap()(&Attrs { list: attrs }).unwrap();
-    let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
-    let ins: Vec<_> = inputs
-        .iter()
-        .zip(&tys)
-        .map(|(t, ty)| {
-            t.as_ref().map(|t| OpInput {
-                ty: ty.as_ref().unwrap(),
-                value: Some(t),
-            })
-        })
-        .collect();
-    let types = o.infer(&ins, want.len()).unwrap();
-    let refs: Vec<Option<&Tensor>> = inputs.iter().map(|t| t.as_ref()).collect();
-    let outs: Vec<Option<&TensorType>> = types
-        .iter()
-        .zip(want)
-        .map(|(t, &w)| w.then_some(t))
-        .collect();
-    o.eval(&refs, &outs).unwrap()
+    strata::testing::eval_node(domain, op, attrs, inputs, want).unwrap()
 }
 
 fn parse_err(domain: &str, op: &str, attrs: &[AttributeProto]) -> String {
     let reg = Registry::standard();
-    match reg.get(domain, op).unwrap()(&Attrs { list: attrs }) {
+    match reg.get(domain, op).unwrap()(&Attrs::new(attrs)) {
         Ok(o) => panic!("{op} accepted bad attributes: {o:?}"),
         Err(e) => e.0,
     }
@@ -439,10 +416,7 @@ fn unsupported_attributes_are_rejected() {
     assert!(e.contains("dilations"), "{e}");
     // Shape errors name what is wrong.
     let reg = Registry::standard();
-    let op = reg.get("", "Conv").unwrap()(&Attrs {
-        list: &[attr_i("group", 2)],
-    })
-    .unwrap();
+    let op = reg.get("", "Conv").unwrap()(&Attrs::new(&[attr_i("group", 2)])).unwrap();
     let x = TensorType::f32(vec![1, 3, 4, 4]);
     let w = TensorType::f32(vec![2, 1, 3, 3]);
     let ins = [
@@ -458,7 +432,7 @@ fn unsupported_attributes_are_rejected() {
     let e = op.infer(&ins, 1).unwrap_err().0;
     assert!(e.contains("group"), "{e}");
     // ConvGradW cannot guess the kernel size.
-    let op = reg.get("", "ConvGradW").unwrap()(&Attrs { list: &[] }).unwrap();
+    let op = reg.get("", "ConvGradW").unwrap()(&Attrs::new(&[])).unwrap();
     let dy = TensorType::f32(vec![1, 2, 2, 2]);
     let ins = [
         Some(OpInput {
@@ -472,56 +446,4 @@ fn unsupported_attributes_are_rejected() {
     ];
     let e = op.infer(&ins, 1).unwrap_err().0;
     assert!(e.contains("kernel_shape"), "{e}");
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
-
-/// Every kernel-test directory whose name starts with one of `prefixes`
-/// passes in both engines.
-pub fn check_kernel_dirs(prefixes: &[&str]) {
-    let Some(s) = shared() else { return };
-    let root = s.join("fixtures/deeploy/Kernels/FP32");
-    let mut dirs = vec![];
-    for e in std::fs::read_dir(&root).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if !prefixes
-            .iter()
-            .any(|pre| name == *pre || name.starts_with(&format!("{pre}_")))
-        {
-            continue;
-        }
-        if p.join("network.onnx").is_file() {
-            dirs.push(p);
-        } else {
-            for sub in std::fs::read_dir(&p).unwrap() {
-                dirs.push(sub.unwrap().path());
-            }
-        }
-    }
-    dirs.sort();
-    assert!(!dirs.is_empty(), "no kernel tests for {prefixes:?}");
-    let reg = Registry::standard();
-    for d in &dirs {
-        for e in [Engine::Interp, Engine::C] {
-            let r = driver::check(d, e, u64::MAX / 4, None, &reg)
-                .unwrap_or_else(|err| panic!("{} {e:?}: {err}", d.display()));
-            assert!(r.ok, "{} {e:?}: {:?}", d.display(), r.failures);
-        }
-    }
-}
-
-#[test]
-fn deeploy_conv_kernel_tests_pass() {
-    check_kernel_dirs(&["Conv", "ConvGrad", "ConvGradW", "ConvGradX"]);
 }

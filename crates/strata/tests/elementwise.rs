@@ -3,11 +3,10 @@
 //! f64 computation, hand-checked cases, errors, and the Deeploy kernel suites
 //! of this family through both engines.
 
-use std::path::{Path, PathBuf};
-
 use strata::driver::{self, Engine};
 use strata::ops::{Attrs, OpInput, Registry};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
+use strata::testing::shared_dir as shared;
 use strata::testing::{run_both, single_node, In, Rng};
 
 /// Interpreter vs compiled C: the same f32 operation per element, so equal.
@@ -19,7 +18,7 @@ fn f(shape: &[usize], v: &[f32]) -> Tensor {
 
 fn eval(op: &str, inputs: Vec<Tensor>) -> Result<Tensor, String> {
     let reg = Registry::standard();
-    let o = reg.get("", op).unwrap()(&Attrs { list: &[] }).map_err(|e| e.0)?;
+    let o = reg.get("", op).unwrap()(&Attrs::new(&[])).map_err(|e| e.0)?;
     let tys: Vec<TensorType> = inputs.iter().map(|t| t.ty()).collect();
     let ins: Vec<_> = inputs
         .iter()
@@ -192,18 +191,6 @@ fn errors_are_clear() {
     assert!(e.contains("rank 9 exceeds 8"), "{e}");
 }
 
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
-
 /// Every kernel-test dir (with a network.onnx) under `rel`, through both engines.
 pub fn check_suites(rels: &[&str]) {
     let Some(s) = shared() else { return };
@@ -234,24 +221,3 @@ pub fn check_suites(rels: &[&str]) {
 }
 
 // Split in three so the suites run in parallel.
-#[test]
-fn deeploy_elementwise_suites() {
-    check_suites(&["Add", "Div", "Mul", "Pow", "Sqrt", "RMSNorm"]);
-}
-
-#[test]
-fn deeploy_reduce_mean_suites() {
-    check_suites(&["ReduceMean"]);
-}
-
-#[test]
-fn deeploy_mlp_op_suites() {
-    check_suites(&[
-        "ReduceSum",
-        "ReLU",
-        "ReluGrad",
-        "MSELoss",
-        "MSELossGrad",
-        "GEMM",
-    ]);
-}

@@ -11,18 +11,7 @@ use std::sync::Mutex;
 use strata::driver::{self, Engine};
 use strata::ops::Registry;
 use strata::tensor::{max_abs_diff, DType};
-
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
+use strata::testing::shared_dir as shared;
 
 /// Fixtures whose reference deviates from the op's definition, with the reason.
 const DEVIATIONS: &[(&str, &str)] = &[(

@@ -17,7 +17,7 @@ fn eval(
     n_out: usize,
 ) -> Vec<Tensor> {
     let reg = strata::ops::Registry::standard();
-    let o = reg.get(domain, op).unwrap()(&strata::ops::Attrs { list: attrs }).unwrap();
+    let o = reg.get(domain, op).unwrap()(&strata::ops::Attrs::new(attrs)).unwrap();
     let ins: Vec<_> = inputs
         .iter()
         .map(|t| {
@@ -455,4 +455,47 @@ fn c_kernels_match_reference_kernels() {
     .unwrap();
     let (i, c) = run_both(g, vec![rng.tensor(&shape), rng.tensor(&shape)]).unwrap();
     assert!(max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= TOL);
+}
+
+/// Softmax before opset 13 normalises over every dim from `axis` (default 1)
+/// on; from 13 on, along the one axis (default -1). The importer passes the
+/// model's opset to the op.
+#[test]
+fn softmax_semantics_follow_the_opset() {
+    use strata::testing::onnx_build::{model_with_opset, node, value};
+    let x: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin()).collect();
+    let run = |opset: i64| {
+        let m = model_with_opset(
+            opset,
+            vec![node("Softmax", "", &["x"], &["y"], vec![])],
+            vec![value("x", 1, &[2, 3, 4])],
+            vec![value("y", 1, &[2, 3, 4])],
+            vec![],
+        );
+        let m = strata::onnx::decode(&m, std::path::Path::new("softmax.onnx")).unwrap();
+        let g = strata::onnx::import(&m, &strata::ops::Registry::standard()).unwrap();
+        run_both(g, vec![f(&[2, 3, 4], &x)]).unwrap()
+    };
+    let softmax = |v: &[f32]| {
+        let m = v.iter().fold(f32::MIN, |a, &b| a.max(b));
+        let e: Vec<f32> = v.iter().map(|a| (a - m).exp()).collect();
+        let s: f32 = e.iter().sum();
+        e.into_iter().map(|a| a / s).collect::<Vec<f32>>()
+    };
+    let (old_i, old_c) = run(11);
+    let want_old: Vec<f32> = x.chunks(12).flat_map(softmax).collect();
+    let (new_i, new_c) = run(13);
+    let want_new: Vec<f32> = x.chunks(4).flat_map(softmax).collect();
+    for (got, want) in [
+        (&old_i[0], &want_old),
+        (&old_c[0], &want_old),
+        (&new_i[0], &want_new),
+        (&new_c[0], &want_new),
+    ] {
+        assert!(
+            max_abs_diff(got.as_f32(), want) <= 1e-6,
+            "{:?} vs {want:?}",
+            got.as_f32()
+        );
+    }
 }

@@ -5,12 +5,9 @@
 //! pools, gradients against central finite differences, attribute errors,
 //! and the Deeploy kernel tests (when ../shared is present).
 
-use std::path::{Path, PathBuf};
-
-use strata::driver::{self, Engine};
 use strata::onnx::proto::AttributeProto;
-use strata::ops::{Attrs, OpInput, Registry, MS};
-use strata::tensor::{max_abs_diff, Tensor, TensorType};
+use strata::ops::{Attrs, Registry, MS};
+use strata::tensor::{max_abs_diff, Tensor};
 use strata::testing::{attr_i, attr_ints, attr_s, run_both, single_node, In, Rng};
 
 /// Interpreter vs compiled C: same loops, same f32 arithmetic.
@@ -23,32 +20,12 @@ fn eval(
     inputs: Vec<Option<Tensor>>,
     want: &[bool],
 ) -> Vec<Tensor> {
-    let reg = Registry::standard();
-    let o = reg.get(domain, op).unwrap()(&Attrs { list: attrs }).unwrap();
-    let tys: Vec<Option<TensorType>> = inputs.iter().map(|t| t.as_ref().map(|t| t.ty())).collect();
-    let ins: Vec<_> = inputs
-        .iter()
-        .zip(&tys)
-        .map(|(t, ty)| {
-            t.as_ref().map(|t| OpInput {
-                ty: ty.as_ref().unwrap(),
-                value: Some(t),
-            })
-        })
-        .collect();
-    let types = o.infer(&ins, want.len()).unwrap();
-    let refs: Vec<Option<&Tensor>> = inputs.iter().map(|t| t.as_ref()).collect();
-    let outs: Vec<Option<&TensorType>> = types
-        .iter()
-        .zip(want)
-        .map(|(t, &w)| w.then_some(t))
-        .collect();
-    o.eval(&refs, &outs).unwrap()
+    strata::testing::eval_node(domain, op, attrs, inputs, want).unwrap()
 }
 
 fn parse_err(domain: &str, op: &str, attrs: &[AttributeProto]) -> String {
     let reg = Registry::standard();
-    match reg.get(domain, op).unwrap()(&Attrs { list: attrs }) {
+    match reg.get(domain, op).unwrap()(&Attrs::new(attrs)) {
         Ok(o) => panic!("{op} accepted bad attributes: {o:?}"),
         Err(e) => e.0,
     }
@@ -438,52 +415,4 @@ fn unsupported_attributes_are_rejected() {
     assert!(e.contains("kernel_shape"), "{e}");
     let e = parse_err(MS, "GlobalAveragePoolGrad", &[]);
     assert!(e.contains("kernel_shape"), "{e}");
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
-
-/// Every kernel-test directory named in `names` (or its sub-directories) passes in both engines.
-fn check_kernel_dirs(names: &[&str]) {
-    let Some(s) = shared() else { return };
-    let root = s.join("fixtures/deeploy/Kernels/FP32");
-    let mut dirs = vec![];
-    for n in names {
-        let p = root.join(n);
-        if p.join("network.onnx").is_file() {
-            dirs.push(p);
-        } else {
-            for sub in std::fs::read_dir(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())) {
-                dirs.push(sub.unwrap().path());
-            }
-        }
-    }
-    let reg = Registry::standard();
-    for d in &dirs {
-        for e in [Engine::Interp, Engine::C] {
-            let r = driver::check(d, e, u64::MAX / 4, None, &reg)
-                .unwrap_or_else(|err| panic!("{} {e:?}: {err}", d.display()));
-            assert!(r.ok, "{} {e:?}: {:?}", d.display(), r.failures);
-        }
-    }
-}
-
-#[test]
-fn deeploy_pool_kernel_tests_pass() {
-    check_kernel_dirs(&[
-        "MaxPool",
-        "AveragePool",
-        "AveragePoolGrad",
-        "GlobalAveragePool",
-        "GlobalAveragePoolGrad",
-    ]);
 }

@@ -8,23 +8,13 @@ use std::path::{Path, PathBuf};
 use strata::driver::{self, Engine};
 use strata::ops::Registry;
 use strata::tensor::max_abs_diff;
+use strata::testing::shared_dir as shared;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The shared fixtures directory, or `None` (with a message) when absent.
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
 
 /// Tolerance of interpreter vs compiled C: same kernels, same accumulation order.
 const ENGINES_AGREE: f32 = 1e-6;

@@ -5,12 +5,10 @@
 //! those f64 forwards; hand-checked cases, bad attributes, and the Deeploy
 //! suites (with the known CrossEntropyGrad deviation asserted explicitly).
 
-use std::path::{Path, PathBuf};
-
-use strata::driver::{self, Engine};
 use strata::onnx::proto::AttributeProto;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
+use strata::testing::shared_dir as shared;
 use strata::testing::{attr_f, attr_i, attr_s, run_both, single_node, In, Rng};
 
 /// Interpreter vs compiled C: same loops and accumulation order.
@@ -31,7 +29,7 @@ fn eval(
     n_out: usize,
 ) -> Result<Vec<Tensor>, String> {
     let reg = Registry::standard();
-    let o = reg.get(dom, op).unwrap()(&Attrs { list: attrs }).map_err(|e| e.0)?;
+    let o = reg.get(dom, op).unwrap()(&Attrs::new(attrs)).map_err(|e| e.0)?;
     let tys: Vec<TensorType> = inputs.iter().map(|t| t.ty()).collect();
     let ins: Vec<_> = inputs
         .iter()
@@ -514,32 +512,6 @@ fn layernorm_hand_checked_and_errors() {
 }
 
 // ---------------------------------------------------------------- suites
-
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("STRATA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
-    if p.join("fixtures").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared not found (set STRATA_SHARED)");
-        None
-    }
-}
-
-#[test]
-fn deeploy_transformer_suites() {
-    let Some(s) = shared() else { return };
-    let root = s.join("fixtures/deeploy/Kernels/FP32");
-    let reg = Registry::standard();
-    for rel in ["GELU", "LayerNorm", "MatMul", "Softmax/Regular"] {
-        for engine in [Engine::Interp, Engine::C] {
-            let rep = driver::check(&root.join(rel), engine, u64::MAX / 4, None, &reg)
-                .unwrap_or_else(|e| panic!("{rel}: {e}"));
-            assert!(rep.ok, "{rel} {engine:?}: {:?}", rep.failures);
-        }
-    }
-}
 
 /// `Softmax/CrossEntropyGrad` (B = 4): the graph is Onnx4Deeploy's
 /// SoftmaxCrossEntropyLossGrad without dY, so strata computes

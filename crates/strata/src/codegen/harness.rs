@@ -111,7 +111,7 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     writeln!(s, "int main(int argc, char **argv) {{").unwrap();
     writeln!(s, "    FILE *res = argc > 1 ? fopen(argv[1], \"wb\") : NULL;\n    int ok = 1;\n    float loss_err = 0.0f, weight_err = 0.0f;\n    (void)loss_err; (void)weight_err;").unwrap();
     writeln!(s, "    st_model_init();").unwrap();
-    for (t, _) in &f.initial {
+    for t in f.initial.keys() {
         writeln!(
             s,
             "    memcpy(st_l2 + {}, st_init_{}, {}); /* {} */",

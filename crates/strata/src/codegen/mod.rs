@@ -77,7 +77,7 @@ pub fn c_values(t: &Tensor) -> String {
     let mut s = String::with_capacity(t.numel() * 12);
     let mut push = |i: usize, v: String| {
         if i > 0 {
-            s.push_str(if i % 8 == 0 { ",\n    " } else { ", " });
+            s.push_str(if i.is_multiple_of(8) { ",\n    " } else { ", " });
         }
         s.push_str(&v);
     };

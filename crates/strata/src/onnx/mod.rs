@@ -157,9 +157,7 @@ fn checked_size(name: &str, shape: &[usize], dtype: DType) -> Result<usize, Stri
 
 /// Fold a `Constant` node into a tensor.
 fn constant_value(node: &proto::NodeProto) -> Result<Tensor, String> {
-    let a = Attrs {
-        list: &node.attribute,
-    };
+    let a = Attrs::new(&node.attribute);
     if let Some(t) = a.tensor("value").map_err(|e| e.0)? {
         return Ok(t);
     }
@@ -288,10 +286,12 @@ pub fn import_into(
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        let op = parse(&Attrs {
-            list: &np.attribute,
-        })
-        .map_err(|e| nerr(e.0))?;
+        let opset = model
+            .opsets
+            .get(crate::ops::canonical_domain(&np.domain))
+            .copied()
+            .unwrap_or(i64::MAX);
+        let op = parse(&Attrs::with_opset(&np.attribute, opset)).map_err(|e| nerr(e.0))?;
         let mut ins = Vec::with_capacity(np.input.len());
         for i in &np.input {
             if i.is_empty() {

@@ -129,10 +129,11 @@ impl Op for Gemm {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
         let a = f32_input(inputs, 0)?;
         let b = f32_input(inputs, 1)?;
-        let c = match inputs.get(2).copied().flatten() {
-            Some(c) => Some(c.ty.shape.as_slice()),
-            None => None,
-        };
+        let c = inputs
+            .get(2)
+            .copied()
+            .flatten()
+            .map(|c| c.ty.shape.as_slice());
         let d = self.dims(&a.shape, &b.shape, c)?;
         Ok(vec![TensorType::f32(vec![d.m, d.n])])
     }

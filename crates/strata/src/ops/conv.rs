@@ -304,7 +304,7 @@ fn conv_geom(win: &Window, group: usize, xs: &[usize], ws: &[usize]) -> Result<G
     let k = w_kernel(ws, nsp)?;
     let cout = ws[0];
     ensure!(
-        x[1] % group == 0 && cout % group == 0,
+        x[1].is_multiple_of(group) && cout.is_multiple_of(group),
         "group {group} does not divide the channels (in {}, out {cout})",
         x[1]
     );
@@ -362,7 +362,7 @@ pub fn conv_fwd(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>) -> Vec<f32> {
 #[inline]
 pub fn tap_out(i: usize, p: usize, k: usize, s: usize, o: usize) -> Option<usize> {
     let t = (i + p) as isize - k as isize;
-    if t < 0 || t as usize % s != 0 {
+    if t < 0 || !(t as usize).is_multiple_of(s) {
         return None;
     }
     let q = t as usize / s;

@@ -111,9 +111,20 @@ pub trait Op: fmt::Debug + Send + Sync {
 /// A node's attributes, with typed getters that name the attribute on error.
 pub struct Attrs<'a> {
     pub list: &'a [AttributeProto],
+    /// The opset version of the node's domain (`i64::MAX` when unknown: newest semantics).
+    pub opset: i64,
 }
 
 impl<'a> Attrs<'a> {
+    pub fn new(list: &'a [AttributeProto]) -> Self {
+        Attrs {
+            list,
+            opset: i64::MAX,
+        }
+    }
+    pub fn with_opset(list: &'a [AttributeProto], opset: i64) -> Self {
+        Attrs { list, opset }
+    }
     fn get(&self, name: &str) -> Option<&'a AttributeProto> {
         self.list.iter().find(|a| a.name == name)
     }

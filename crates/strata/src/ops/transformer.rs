@@ -13,10 +13,12 @@ use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
     r.add(&[""], "MatMul", |_| boxed(MatMul));
+    // Before opset 13 Softmax coerced its input to 2-D at `axis` (default 1).
     r.add(&[""], "Softmax", |a| {
+        let old = a.opset < 13;
         boxed(Softmax {
-            axis: a.int_or("axis", -1),
-            coerce: false,
+            axis: a.int_or("axis", if old { 1 } else { -1 }),
+            coerce: old,
         })
     });
     // ORT's SoftmaxGrad (opset < 13 softmax): the input is coerced to 2-D at
@@ -392,7 +394,7 @@ pub fn erf64(x: f64) -> f64 {
             break;
         }
     }
-    let r = 1.128_379_167_095_512_6 * (-ax * ax).exp() * sum;
+    let r = std::f64::consts::FRAC_2_SQRT_PI * (-ax * ax).exp() * sum;
     if x < 0.0 {
         -r
     } else {

@@ -1,0 +1,82 @@
+//! `strata plan`: the memory planner on MiniMalloc's CSV format from the CLI.
+
+use std::process::Command;
+
+fn strata(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!e.contains("panicked"), "{e}");
+    (out.status.code().unwrap(), o, e)
+}
+
+fn scratch(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("strata-plan-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn plans_checks_and_writes_offsets() {
+    // Three buffers: 0 and 1 overlap in time, 2 overlaps 1 only: the bound is 12.
+    let input = scratch("ok.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n2,3,5,4\n");
+    let out = input.with_extension("out.csv");
+    let (code, stdout, err) = strata(&[
+        "plan",
+        input.to_str().unwrap(),
+        "--minimize",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("peak 12 bytes") && stdout.contains("optimal"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("id,lower,upper,size,offset"));
+    let solved = memplan::csv::read(&text).unwrap();
+    let offsets: Vec<u64> = solved.buffers.iter().map(|b| b.offset.unwrap()).collect();
+    let peak = memplan::check(&solved, &offsets).unwrap();
+    assert_eq!(peak, 12);
+    let (code, json, _) = strata(&["plan", input.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["buffers"], 3);
+    assert_eq!(v["lower_bound"], 12);
+    assert_eq!(v["peak"], 12);
+    assert_eq!(v["optimal"], true);
+    assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn capacity_too_small_and_malformed_csv_are_errors() {
+    let input = scratch("small.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n");
+    let (code, _, err) = strata(&["plan", input.to_str().unwrap(), "--capacity", "10"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("does not fit") && err.contains("capacity 10"),
+        "{err}"
+    );
+    for (name, text, needle) in [
+        ("neg.csv", "id,lower,upper,size\n0,0,3,-4\n", "line 2"),
+        (
+            "order.csv",
+            "id,lower,upper,size\n0,0,3,4\n1,5,5,4\n",
+            "line 3",
+        ),
+        ("col.csv", "id,lower,size\n0,0,4\n", "upper"),
+        ("nan.csv", "id,lower,upper,size\n0,zero,3,4\n", "line 2"),
+    ] {
+        let p = scratch(name, text);
+        let (code, _, err) = strata(&["plan", p.to_str().unwrap()]);
+        assert_ne!(code, 0, "{name}");
+        assert!(err.contains(needle), "{name}: {err}");
+    }
+}
