@@ -4,7 +4,12 @@
 //!   its sibling `<m>_optimizer/network.onnx` (the directory given may be the
 //!   model directory holding both, or the `_train` directory);
 //! - a kernel test: `network.onnx`, `inputs.npz` (inputs by position) and
-//!   `outputs.npz` (outputs by name).
+//!   `outputs.npz` (outputs by name);
+//! - ONNX Runtime training artifacts: `training_model.onnx` and
+//!   `optimizer_model.onnx` as `generate_artifacts` writes them, with
+//!   `data.npz` (initial parameters and the learning rate by name, mini-batch
+//!   inputs `mb<k>_<input>`, `meta_n_batches`, `meta_n_accum`) and
+//!   `reference.npz` (`loss` per mini-batch, final parameters by name).
 //!
 //! A fixture runs through an engine (the reference interpreter or the
 //! compiled C) and its results are compared with the fixture's reference
@@ -185,6 +190,9 @@ pub fn load(dir: &Path, reg: &Registry) -> Result<Fixture> {
             dir.display()
         )));
     }
+    if dir.join(ORT_TRAIN).is_file() && dir.join(ORT_OPT).is_file() {
+        return load_ort(dir, reg);
+    }
     if let Some((train_dir, opt_dir)) = training_paths(dir) {
         return load_training(&train_dir, opt_dir.as_deref(), reg);
     }
@@ -202,6 +210,126 @@ pub fn load(dir: &Path, reg: &Registry) -> Result<Fixture> {
         return load_training(dir, None, reg);
     }
     load_kernel(dir, reg)
+}
+
+/// The ONNX Runtime artifact names `strata` reads.
+pub const ORT_TRAIN: &str = "training_model.onnx";
+pub const ORT_OPT: &str = "optimizer_model.onnx";
+
+/// ONNX Runtime artifacts with `data.npz` and `reference.npz`.
+fn load_ort(dir: &Path, reg: &Registry) -> Result<Fixture> {
+    let mut program = Program::training(&dir.join(ORT_TRAIN), Some(&dir.join(ORT_OPT)), reg)?;
+    let in_path = dir.join("data.npz");
+    let data = read_npz(&in_path)?;
+    let n_batches = meta(&data, "meta_n_batches").unwrap_or(1).max(1);
+    let n_accum = meta(&data, "meta_n_accum").unwrap_or(1).max(1);
+    let mut initial = BTreeMap::new();
+    let mut known: Vec<String> = vec!["meta_n_batches".into(), "meta_n_accum".into()];
+    let inputs = program.graph.inputs.clone();
+    for t in inputs {
+        let name = program.graph.name(t).to_string();
+        let ty = program.graph.ty(t).clone();
+        match program.role(t) {
+            Role::Accumulator | Role::Flag => continue,
+            Role::Data if data.contains_key(&format!("mb0_{name}")) => {
+                for b in 0..n_batches {
+                    known.push(format!("mb{b}_{name}"));
+                }
+                continue;
+            }
+            Role::Data if data.contains_key(&name) => program.make_state(t),
+            _ => {}
+        }
+        let v = data.get(&name).ok_or_else(|| {
+            Error::data(
+                &in_path,
+                format!(
+                    "no initial value `{name}` for input `{name}` of the training model{}",
+                    if program.role(t) == Role::Data {
+                        format!(" (nor mini-batch values `mb<k>_{name}`)")
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        })?;
+        initial.insert(t, conform(v, &ty, &in_path, &name, &name)?);
+        known.push(name);
+    }
+    if let Some(extra) = data.keys().find(|k| !known.contains(k)) {
+        return Err(Error::data(
+            &in_path,
+            format!("`{extra}` names no input of the training model (nor a mini-batch `mb<k>_<input>` within meta_n_batches)"),
+        ));
+    }
+    let g = &program.graph;
+    let mut batches = Vec::with_capacity(n_batches);
+    for b in 0..n_batches {
+        let mut row = Vec::new();
+        for &t in &program.data {
+            let key = format!("mb{b}_{}", g.name(t));
+            let v = data
+                .get(&key)
+                .ok_or_else(|| Error::data(&in_path, format!("missing `{key}`")))?;
+            row.push(conform(v, g.ty(t), &in_path, &key, g.name(t))?);
+        }
+        batches.push(row);
+    }
+    let out_path = dir.join("reference.npz");
+    let (ref_losses, ref_tensors) = if out_path.is_file() {
+        read_references(&out_path, g, n_batches)?
+    } else {
+        (None, Vec::new())
+    };
+    Ok(Fixture {
+        dir: dir.to_path_buf(),
+        kind: Kind::Training,
+        program,
+        n_batches,
+        n_accum,
+        initial,
+        batches,
+        ref_losses,
+        ref_tensors,
+        tolerance: Tolerance::TRAINING,
+    })
+}
+
+type References = (Option<Vec<f32>>, Vec<(String, TensorId, Tensor)>);
+
+/// `loss` (one per mini-batch) and tensors by name.
+fn read_references(out_path: &Path, g: &crate::ir::Graph, n_batches: usize) -> Result<References> {
+    let outputs = read_npz(out_path)?;
+    let ref_losses = outputs
+        .get("loss")
+        .map(|l| l.as_f32_checked(out_path))
+        .transpose()?;
+    if let Some(l) = &ref_losses {
+        if l.len() != n_batches {
+            return Err(Error::data(
+                out_path,
+                format!(
+                    "`loss` holds {} values for {n_batches} mini-batches",
+                    l.len()
+                ),
+            ));
+        }
+    }
+    let mut ref_tensors = Vec::new();
+    for (k, v) in &outputs {
+        if k == "loss" {
+            continue;
+        }
+        let t = g.find(k).ok_or_else(|| {
+            Error::data(
+                out_path,
+                format!("reference `{k}` names no tensor of the program"),
+            )
+        })?;
+        let v = conform(v, g.ty(t), out_path, k, k)?;
+        ref_tensors.push((k.clone(), t, v));
+    }
+    Ok((ref_losses, ref_tensors))
 }
 
 fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Result<Fixture> {
@@ -259,36 +387,7 @@ fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Re
         batches.push(row);
     }
     let out_path = train_dir.join("outputs.npz");
-    let outputs = read_npz(&out_path)?;
-    let ref_losses = outputs
-        .get("loss")
-        .map(|l| l.as_f32_checked(&out_path))
-        .transpose()?;
-    if let Some(l) = &ref_losses {
-        if l.len() != n_batches {
-            return Err(Error::data(
-                &out_path,
-                format!(
-                    "`loss` holds {} values for {n_batches} mini-batches",
-                    l.len()
-                ),
-            ));
-        }
-    }
-    let mut ref_tensors = Vec::new();
-    for (k, v) in &outputs {
-        if k == "loss" {
-            continue;
-        }
-        let t = g.find(k).ok_or_else(|| {
-            Error::data(
-                &out_path,
-                format!("reference `{k}` names no tensor of the program"),
-            )
-        })?;
-        let v = conform(v, g.ty(t), &out_path, k, k)?;
-        ref_tensors.push((k.clone(), t, v));
-    }
+    let (ref_losses, ref_tensors) = read_references(&out_path, g, n_batches)?;
     Ok(Fixture {
         dir: train_dir.to_path_buf(),
         kind: Kind::Training,

@@ -17,6 +17,9 @@ use crate::tensor::Tensor;
 pub const ACC_SUFFIX: &str = "_grad.accumulation.buffer";
 /// The flag input that makes the first mini-batch of a group overwrite the accumulators.
 pub const RESET_FLAG: &str = "lazy_reset_grad";
+/// ONNX Runtime's sequence optimizers (`com.microsoft`), from `generate_artifacts`.
+pub const ORT_SGD: &str = "SGDOptimizerV2";
+pub const ORT_ADAMW: &str = "AdamWOptimizer";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -30,6 +33,9 @@ pub enum Role {
     Accumulator,
     /// A constant that an op updates in place (BatchNorm running statistics): persistent.
     State,
+    /// A run-time hyper-parameter the host sets before training (the
+    /// learning rate input of ONNX Runtime's optimizer): persistent.
+    Hyper,
     /// A read-only constant.
     Constant,
     /// Produced by a node.
@@ -39,7 +45,10 @@ pub enum Role {
 impl Role {
     /// Lives across steps, in the arena, from the program's start to its end.
     pub fn persistent(self) -> bool {
-        matches!(self, Role::Weight | Role::Accumulator | Role::State)
+        matches!(
+            self,
+            Role::Weight | Role::Accumulator | Role::State | Role::Hyper
+        )
     }
 }
 
@@ -55,6 +64,8 @@ pub struct Program {
     pub accumulators: Vec<TensorId>,
     /// Promoted constants (running statistics) with their initial values.
     pub state_init: BTreeMap<TensorId, Tensor>,
+    /// The learning-rate input of a lowered ONNX Runtime optimizer (role `Hyper`).
+    pub learning_rate: Option<TensorId>,
     /// The training loss (first output of the training graph), if any.
     pub loss: Option<TensorId>,
     /// Outputs read after the step (the loss; every output for a single graph).
@@ -78,9 +89,14 @@ impl Program {
         let mut g = Graph::default();
         let train_outputs = onnx::import_into(&mut g, &model, reg, Inputs::Create)?;
         let train_end = g.nodes.len();
+        let mut learning_rate = None;
         if let Some(opt) = optimizer {
             let m = onnx::load(opt)?;
-            onnx::import_into(&mut g, &m, reg, Inputs::BindByName)?;
+            if is_ort_optimizer(&m) {
+                learning_rate = Some(lower_ort_optimizer(&mut g, &m, opt)?);
+            } else {
+                onnx::import_into(&mut g, &m, reg, Inputs::BindByName)?;
+            }
         }
         crate::verify::verify(&g)?;
         g.outputs = train_outputs;
@@ -128,6 +144,9 @@ impl Program {
                 roles[w.idx()] = Role::Weight;
             }
         }
+        if let Some(lr) = learning_rate {
+            roles[lr.idx()] = Role::Hyper;
+        }
         for &i in &g.inputs {
             if roles[i.idx()] == Role::Value {
                 roles[i.idx()] = Role::Data;
@@ -147,6 +166,7 @@ impl Program {
             weights,
             accumulators,
             state_init: BTreeMap::new(),
+            learning_rate,
             loss,
             outputs,
         };
@@ -182,6 +202,7 @@ impl Program {
             weights: vec![],
             accumulators: vec![],
             state_init: BTreeMap::new(),
+            learning_rate: None,
             loss: None,
             outputs,
         };
@@ -231,6 +252,16 @@ impl Program {
         Ok(())
     }
 
+    /// Make a data input persistent state whose initial value the host
+    /// provides once (a frozen parameter of an ONNX Runtime training model,
+    /// e.g. BatchNorm running statistics that the step updates in place).
+    pub fn make_state(&mut self, t: TensorId) {
+        if self.roles[t.idx()] == Role::Data {
+            self.roles[t.idx()] = Role::State;
+            self.data.retain(|d| *d != t);
+        }
+    }
+
     /// Every persistent tensor: weights, accumulators, promoted state, in id order.
     pub fn persistent(&self) -> Vec<TensorId> {
         (0..self.roles.len() as u32)
@@ -246,4 +277,176 @@ fn train_outputs_loss(g: &Graph) -> Option<TensorId> {
         .first()
         .copied()
         .filter(|&o| g.ty(o).numel() == 1 && g.ty(o).dtype == crate::tensor::DType::F32)
+}
+
+/// An optimizer graph in ONNX Runtime's form: a `com.microsoft` sequence
+/// optimizer node, or sequence-typed graph inputs.
+pub fn is_ort_optimizer(m: &onnx::Model) -> bool {
+    use onnx::proto::type_proto::Value as TV;
+    let gp = m.proto.graph.as_ref().expect("checked in decode");
+    gp.node.iter().any(|n| {
+        crate::ops::canonical_domain(&n.domain) == crate::ops::MS
+            && (n.op_type == ORT_SGD || n.op_type == ORT_ADAMW)
+    }) || gp.input.iter().any(|i| {
+        matches!(
+            i.r#type.as_ref().and_then(|t| t.value.as_ref()),
+            Some(TV::SequenceType(_))
+        )
+    })
+}
+
+/// Lower ONNX Runtime's `SGDOptimizerV2(learning_rate, params: seq<tensor>,
+/// gradients: seq<tensor>)` into one in-place SGD update per trainable
+/// parameter of the training graph already in `g`.
+///
+/// The sequences carry no names: ORT's `Optimizer` fills `params[i]` and
+/// `gradients[i]` from the same checkpoint parameter (its own map order), so
+/// the pairing is by name: parameter `p` with its accumulator
+/// `p_grad.accumulation.buffer`, never by position. The learning rate stays a
+/// run-time input (role `Hyper`); it is added to `g.inputs` and returned.
+/// `update_completed` (ORT bumps its step counter with it) is dropped: the
+/// lowered updates always complete.
+fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<TensorId> {
+    use crate::ir::{Node, NodeId};
+    use onnx::proto::type_proto::Value as TV;
+    let gp = m.proto.graph.as_ref().expect("checked in decode");
+    let gerr = |msg: String| Error::Graph {
+        graph: path.display().to_string(),
+        msg,
+    };
+    let input = |name: &str| gp.input.iter().find(|i| i.name == name);
+    let ms = crate::ops::MS;
+    let opt_nodes: Vec<_> = gp
+        .node
+        .iter()
+        .filter(|n| crate::ops::canonical_domain(&n.domain) == ms)
+        .filter(|n| n.op_type == ORT_SGD || n.op_type == ORT_ADAMW)
+        .collect();
+    let [n] = opt_nodes.as_slice() else {
+        return Err(gerr(format!(
+            "an ONNX Runtime optimizer graph must hold exactly one {ORT_SGD} node, found {} optimizer nodes",
+            opt_nodes.len()
+        )));
+    };
+    let nname = if n.name.is_empty() {
+        n.op_type.clone()
+    } else {
+        n.name.clone()
+    };
+    let nerr = |msg: String| Error::Node {
+        node: nname.clone(),
+        op_type: n.op_type.clone(),
+        msg,
+    };
+    if let Some(other) = gp.node.iter().find(|o| !std::ptr::eq(*o, *n)) {
+        return Err(gerr(format!(
+            "node `{}` ({}) beside the optimizer: strata lowers a lone {ORT_SGD}",
+            other.name, other.op_type
+        )));
+    }
+    if n.op_type == ORT_ADAMW {
+        return Err(nerr(
+            "AdamW is not supported yet: strata lowers only SGDOptimizerV2 (AdamW's moments would have to become persistent state)".into(),
+        ));
+    }
+    let arg = |k: usize| n.input.get(k).filter(|s| !s.is_empty());
+    if arg(3).is_some() {
+        return Err(nerr(
+            "update_signal is not supported: the lowered updates always run".into(),
+        ));
+    }
+    // learning_rate: a one-element float tensor input.
+    let lr_name = arg(0).ok_or_else(|| nerr("has no learning-rate input".into()))?;
+    let lr_vi = input(lr_name).ok_or_else(|| {
+        nerr(format!(
+            "learning rate `{lr_name}` is not a graph input of the optimizer"
+        ))
+    })?;
+    let lr_ty = onnx::value_type(lr_vi).map_err(&nerr)?;
+    if lr_ty.dtype != crate::tensor::DType::F32 || lr_ty.numel() != 1 {
+        return Err(nerr(format!(
+            "learning rate `{lr_name}` is {lr_ty}, expected one float32 element"
+        )));
+    }
+    // params / gradients: float tensor sequences.
+    for (k, what) in [(1, "params"), (2, "gradients")] {
+        let name = arg(k).ok_or_else(|| nerr(format!("has no `{what}` input")))?;
+        let vi = input(name).ok_or_else(|| {
+            nerr(format!(
+                "`{name}` ({what}) is not a graph input of the optimizer"
+            ))
+        })?;
+        let elem = match vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(TV::SequenceType(s)) => match s.elem_type.as_ref().and_then(|e| e.value.as_ref()) {
+                Some(TV::TensorType(t)) => Some(t.elem_type),
+                _ => None,
+            },
+            _ => {
+                return Err(nerr(format!(
+                    "`{name}` ({what}) must be a sequence of float tensors, one per trainable parameter"
+                )))
+            }
+        };
+        if elem.and_then(crate::tensor::DType::from_onnx) != Some(crate::tensor::DType::F32) {
+            return Err(nerr(format!(
+                "`{name}` ({what}) is not a sequence of float32 tensors"
+            )));
+        }
+    }
+    // The trainable parameters: the training graph's accumulated ones.
+    let mut pairs = Vec::new();
+    for &acc in &g.inputs {
+        let name = g.name(acc);
+        if let Some(param) = name.strip_suffix(ACC_SUFFIX) {
+            let w = g
+                .find(param)
+                .filter(|w| g.tensor(*w).kind == TensorKind::Input)
+                .ok_or_else(|| {
+                    gerr(format!(
+                        "accumulator `{name}` has no parameter input `{param}` in the training graph"
+                    ))
+                })?;
+            if g.ty(w) != g.ty(acc) {
+                return Err(gerr(format!(
+                    "accumulator `{name}` is {} but parameter `{param}` is {}",
+                    g.ty(acc),
+                    g.ty(w)
+                )));
+            }
+            pairs.push((w, acc));
+        }
+    }
+    if pairs.is_empty() {
+        return Err(nerr(format!(
+            "updates the `params` sequence, but the training graph has no trainable parameter (no `<p>{ACC_SUFFIX}` input) to pair it with"
+        )));
+    }
+    pairs.sort_by_key(|(w, _)| g.inputs.iter().position(|i| i == w));
+    if g.find(lr_name).is_some() {
+        return Err(nerr(format!(
+            "learning rate `{lr_name}` collides with a tensor of the training graph"
+        )));
+    }
+    let lr = g.add_tensor(lr_name.clone(), lr_ty, TensorKind::Input);
+    g.inputs.push(lr);
+    for (w, acc) in pairs {
+        let param = g.name(w).to_string();
+        let out_name = format!("{param}.sgd_updated");
+        if g.find(&out_name).is_some() {
+            return Err(gerr(format!("`{out_name}` is already defined")));
+        }
+        let ty = g.ty(w).clone();
+        let node_id = NodeId(g.nodes.len() as u32);
+        let out = g.add_tensor(out_name, ty, TensorKind::Value);
+        g.tensors[out.idx()].producer = Some(node_id);
+        g.nodes.push(Node {
+            name: format!("{nname}/{param}"),
+            domain: ms.to_string(),
+            op_type: ORT_SGD.to_string(),
+            op: Box::new(crate::ops::train::Sgd { lr: None }),
+            inputs: vec![Some(w), Some(acc), Some(lr)],
+            outputs: vec![Some(out)],
+        });
+    }
+    Ok(lr)
 }

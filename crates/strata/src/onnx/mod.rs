@@ -107,7 +107,7 @@ pub fn tensor_from_proto(t: &proto::TensorProto) -> Result<Tensor, String> {
 }
 
 /// The static type of a graph input or output.
-fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String> {
+pub(crate) fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String> {
     use proto::tensor_shape_proto::dimension::Value;
     use proto::type_proto::Value as TV;
     let tt = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {

@@ -30,6 +30,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod loss;
 pub mod norm;
+pub mod ort;
 pub mod pool;
 pub mod shape;
 pub mod train;
@@ -207,6 +208,7 @@ impl Registry {
         shape::register(&mut r);
         train::register(&mut r);
         transformer::register(&mut r);
+        ort::register(&mut r);
         r
     }
 

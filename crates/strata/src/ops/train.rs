@@ -15,7 +15,7 @@ pub fn register(r: &mut Registry) {
             return Err(op_err!("SGD needs the `lr` attribute"));
         }
         boxed(Sgd {
-            lr: a.float_or("lr", 0.0),
+            lr: Some(a.float_or("lr", 0.0)),
         })
     });
 }
@@ -93,10 +93,12 @@ impl Op for Accumulate {
     }
 }
 
-/// `param = param - lr * grad`, in place.
+/// `param = param - lr * grad`, in place. The learning rate is the `lr`
+/// attribute, or, when `lr` is `None`, read at run time from input 2 (a
+/// one-element float tensor: ONNX Runtime's optimizer takes it as an input).
 #[derive(Debug)]
 pub struct Sgd {
-    pub lr: f32,
+    pub lr: Option<f32>,
 }
 
 impl Op for Sgd {
@@ -107,6 +109,13 @@ impl Op for Sgd {
             p.dtype == DType::F32 && p == g,
             "parameter {p} and gradient {g} differ"
         );
+        if self.lr.is_none() {
+            let lr = req(inputs, 2)?.ty;
+            ensure!(
+                lr.dtype == DType::F32 && lr.numel() == 1,
+                "the learning rate must be one float32 element, found {lr}"
+            );
+        }
         Ok(vec![p.clone()])
     }
     fn eval(
@@ -116,12 +125,11 @@ impl Op for Sgd {
     ) -> Result<Vec<Tensor>, OpError> {
         let p = arg(inputs, 0)?;
         let g = arg(inputs, 1)?.as_f32();
-        let v = p
-            .as_f32()
-            .iter()
-            .zip(g)
-            .map(|(w, d)| w - self.lr * d)
-            .collect();
+        let lr = match self.lr {
+            Some(lr) => lr,
+            None => arg(inputs, 2)?.as_f32()[0],
+        };
+        let v = p.as_f32().iter().zip(g).map(|(w, d)| w - lr * d).collect();
         Ok(vec![Tensor::f32(p.shape.clone(), v)])
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
@@ -130,7 +138,13 @@ impl Op for Sgd {
             ("w", p.expr),
             ("g", cx.input(1)?.expr.clone()),
             ("n", p.ty.numel().to_string()),
-            ("lr", c_float(self.lr)),
+            (
+                "lr",
+                match self.lr {
+                    Some(lr) => c_float(lr),
+                    None => format!("{}[0]", cx.input(2)?.expr),
+                },
+            ),
         ];
         cx.kernel("st_sgd", &fields);
         Ok(())

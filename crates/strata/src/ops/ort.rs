@@ -1,0 +1,454 @@
+//! Ops that ONNX Runtime's gradient builder emits in `generate_artifacts`
+//! training graphs beyond the other families: `Expand` (ReduceMean /
+//! GlobalAveragePool gradients), `com.microsoft Scale`, `Size`, `Sum`
+//! (gradients of tensors with several consumers) and `com.microsoft
+//! FusedMatMul` (MatMul gradients with transposed operands).
+
+use super::util::{broadcast_shape, broadcast_strides, c_array};
+use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::{DType, Tensor, TensorType};
+use crate::{ensure, op_err};
+
+pub fn register(r: &mut Registry) {
+    r.add(&[""], "Expand", |_| boxed(Expand));
+    r.add(&[MS], "Scale", |a| {
+        let d = a.int_or("scale_down", 0);
+        a.reject_if(d != 0 && d != 1, "Scale scale_down other than 0 or 1")?;
+        boxed(Scale { down: d == 1 })
+    });
+    r.add(&[""], "Size", |_| boxed(Size));
+    r.add(&[""], "Sum", |_| boxed(Sum));
+    r.add(&[MS], "FusedMatMul", |a| {
+        a.reject_if(
+            a.int_or("transBatchA", 0) != 0 || a.int_or("transBatchB", 0) != 0,
+            "FusedMatMul transBatchA/transBatchB",
+        )?;
+        boxed(FusedMatMul {
+            trans_a: a.int_or("transA", 0) != 0,
+            trans_b: a.int_or("transB", 0) != 0,
+            alpha: a.float_or("alpha", 1.0),
+        })
+    });
+}
+
+fn f32_in<'a>(
+    inputs: &[Option<OpInput<'a>>],
+    i: usize,
+    op: &str,
+) -> Result<&'a TensorType, OpError> {
+    let t = req(inputs, i)?.ty;
+    ensure!(
+        t.dtype == DType::F32,
+        "{op}: input {i} must be float32, found {t}"
+    );
+    Ok(t)
+}
+
+fn pad8(v: &[usize], fill: usize) -> String {
+    let mut v = v.to_vec();
+    v.resize(8, fill);
+    c_array(&v)
+}
+
+// ---------------------------------------------------------------- Expand
+
+/// numpy-style broadcast of the input to `shape` (a compile-time constant).
+#[derive(Debug)]
+pub struct Expand;
+
+impl Expand {
+    fn out_shape(x: &[usize], shape: Option<&Tensor>) -> Result<Vec<usize>, OpError> {
+        let s = shape
+            .ok_or_else(|| op_err!("Expand: the shape input must be a compile-time constant"))?;
+        let s: Vec<usize> = s
+            .to_i64()
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| op_err!("Expand: negative dimension {d}")))
+            .collect::<Result<_, _>>()?;
+        let out = broadcast_shape(x, &s).map_err(|e| op_err!("Expand: {}", e.0))?;
+        ensure!(out.len() <= 8, "Expand: rank {} exceeds 8", out.len());
+        Ok(out)
+    }
+}
+
+/// Walk the output in row-major order; `f(out_index, in_index)`.
+fn for_each_broadcast(
+    out: &[usize],
+    xs: &[usize],
+    lo: usize,
+    hi: usize,
+    mut f: impl FnMut(usize, usize),
+) {
+    for o in lo..hi {
+        let (mut rem, mut xi) = (o, 0);
+        for d in (0..out.len()).rev() {
+            xi += (rem % out[d]) * xs[d];
+            rem /= out[d];
+        }
+        f(o, xi);
+    }
+}
+
+impl Op for Expand {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = req(inputs, 0)?.ty;
+        let s = req(inputs, 1)?;
+        Ok(vec![TensorType::new(
+            x.dtype,
+            Self::out_shape(&x.shape, s.value)?,
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let out = Self::out_shape(&x.shape, Some(arg(inputs, 1)?))?;
+        let xs = broadcast_strides(&x.shape, &out);
+        let n: usize = out.iter().product();
+        let xv = x.as_f32();
+        let mut y = vec![0f32; n];
+        for_each_broadcast(&out, &xs, 0, n, |o, i| y[o] = xv[i]);
+        Ok(vec![Tensor::f32(out, y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        ensure!(
+            x.ty.dtype == DType::F32,
+            "Expand: only float32 is emitted, found {}",
+            x.ty
+        );
+        let y = cx.output(0)?.clone();
+        let out = y.ty.shape.clone();
+        let xs = broadcast_strides(&x.ty.shape, &out);
+        cx.kernel(
+            "st_expand",
+            &[
+                ("x", x.expr),
+                ("y", y.expr),
+                ("rank", out.len().to_string()),
+                ("dims", pad8(&out, 1)),
+                ("xs", pad8(&xs, 0)),
+                ("n", y.ty.numel().to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- Scale
+
+/// `y = x * s`, or `y = x * (1 / s)` when `scale_down`; `s` holds one
+/// element, float or integer (ORT's ReduceMean gradient scales by an int64
+/// element-count ratio), converted to float32 first.
+#[derive(Debug)]
+pub struct Scale {
+    pub down: bool,
+}
+
+impl Scale {
+    fn factor(&self, s: &Tensor) -> f32 {
+        let s = match s.dtype() {
+            DType::F32 => s.as_f32()[0],
+            _ => s.to_i64()[0] as f32,
+        };
+        if self.down {
+            1.0 / s
+        } else {
+            s
+        }
+    }
+}
+
+impl Op for Scale {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let x = f32_in(inputs, 0, "Scale")?;
+        let s = req(inputs, 1)?;
+        ensure!(
+            s.ty.numel() == 1,
+            "Scale: the scale must hold one element, found {}",
+            s.ty
+        );
+        ensure!(
+            s.ty.dtype == DType::F32 || s.value.is_some(),
+            "Scale: a non-float scale ({}) must be a compile-time constant",
+            s.ty
+        );
+        Ok(vec![x.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x = arg(inputs, 0)?;
+        let f = self.factor(arg(inputs, 1)?);
+        Ok(vec![Tensor::f32(
+            x.shape.clone(),
+            x.as_f32().iter().map(|v| v * f).collect(),
+        )])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let x = cx.input(0)?.clone();
+        let s = cx.input(1)?.clone();
+        // A constant scale becomes the exact factor; a run-time one is read
+        // (and inverted) when the kernel is called, as `factor` does.
+        let f = match &s.value {
+            Some(v) => super::c_float(self.factor(v)),
+            None if self.down => format!("1.0f / {}[0]", s.expr),
+            None => format!("{}[0]", s.expr),
+        };
+        let y = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_scale",
+            &[
+                ("x", x.expr),
+                ("y", y),
+                ("n", x.ty.numel().to_string()),
+                ("f", f),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- Size
+
+/// The element count as an int64 scalar: always a compile-time constant.
+#[derive(Debug)]
+pub struct Size;
+
+impl Op for Size {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        req(inputs, 0)?;
+        Ok(vec![TensorType::new(DType::I64, vec![])])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        Ok(vec![Tensor::i64(
+            vec![],
+            vec![arg(inputs, 0)?.numel() as i64],
+        )])
+    }
+    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
+        Err(op_err!("Size is folded at import; it emits no code"))
+    }
+    fn static_value(&self, inputs: &[Option<&TensorType>]) -> Option<Tensor> {
+        let t = inputs.first().copied().flatten()?;
+        Some(Tensor::i64(vec![], vec![t.numel() as i64]))
+    }
+}
+
+// ---------------------------------------------------------------- Sum
+
+/// Elementwise sum of 1..=8 float tensors of one shape, added left to right.
+#[derive(Debug)]
+pub struct Sum;
+
+impl Op for Sum {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        ensure!(
+            !inputs.is_empty() && inputs.len() <= 8,
+            "Sum: takes 1 to 8 inputs, found {}",
+            inputs.len()
+        );
+        let t0 = f32_in(inputs, 0, "Sum")?;
+        for i in 1..inputs.len() {
+            let t = f32_in(inputs, i, "Sum")?;
+            ensure!(
+                t.shape == t0.shape,
+                "Sum: input {i} is {t}, input 0 is {t0}; broadcasting Sum is not supported"
+            );
+        }
+        Ok(vec![t0.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let x0 = arg(inputs, 0)?;
+        let mut y = x0.as_f32().to_vec();
+        for i in 1..inputs.len() {
+            for (a, b) in y.iter_mut().zip(arg(inputs, i)?.as_f32()) {
+                *a += b;
+            }
+        }
+        Ok(vec![Tensor::f32(x0.shape.clone(), y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let n_in = cx.inputs.len();
+        let mut xs = Vec::with_capacity(n_in);
+        for i in 0..n_in {
+            xs.push(cx.input(i)?.expr.clone());
+        }
+        let y = cx.output(0)?.clone();
+        cx.kernel(
+            "st_sum",
+            &[
+                ("x", format!("{{{}}}", xs.join(", "))),
+                ("k", n_in.to_string()),
+                ("y", y.expr),
+                ("n", y.ty.numel().to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- FusedMatMul
+
+/// `y = alpha * op(A) @ op(B)`, op transposing the last two dims when
+/// `transA`/`transB`; batch dims broadcast as in MatMul. Operands rank >= 2.
+#[derive(Debug)]
+pub struct FusedMatMul {
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub alpha: f32,
+}
+
+#[derive(Debug)]
+struct FmmPlan {
+    out_shape: Vec<usize>,
+    batch: Vec<usize>,
+    sa: Vec<usize>,
+    sb: Vec<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Element strides of A along (m, k) and of B along (k, n).
+    am: usize,
+    ak: usize,
+    bk: usize,
+    bn: usize,
+}
+
+impl FusedMatMul {
+    fn plan(&self, a: &[usize], b: &[usize]) -> Result<FmmPlan, OpError> {
+        ensure!(
+            a.len() >= 2 && b.len() >= 2,
+            "FusedMatMul: operands of rank >= 2 only, found {a:?} and {b:?}"
+        );
+        let (ra, ca) = (a[a.len() - 2], a[a.len() - 1]);
+        let (rb, cb) = (b[b.len() - 2], b[b.len() - 1]);
+        let (m, ka, am, ak) = if self.trans_a {
+            (ca, ra, 1, ca)
+        } else {
+            (ra, ca, ca, 1)
+        };
+        let (kb, n, bk, bn) = if self.trans_b {
+            (cb, rb, 1, cb)
+        } else {
+            (rb, cb, cb, 1)
+        };
+        ensure!(
+            ka == kb,
+            "FusedMatMul: inner dimensions differ: {a:?} x {b:?} (transA {}, transB {})",
+            self.trans_a,
+            self.trans_b
+        );
+        let (ab, bb) = (&a[..a.len() - 2], &b[..b.len() - 2]);
+        let batch =
+            broadcast_shape(ab, bb).map_err(|e| op_err!("FusedMatMul batch dims: {}", e.0))?;
+        ensure!(
+            batch.len() <= 8,
+            "FusedMatMul: batch rank {} exceeds 8",
+            batch.len()
+        );
+        let sa = broadcast_strides(ab, &batch)
+            .iter()
+            .map(|s| s * ra * ca)
+            .collect();
+        let sb = broadcast_strides(bb, &batch)
+            .iter()
+            .map(|s| s * rb * cb)
+            .collect();
+        let mut out_shape = batch.clone();
+        out_shape.extend([m, n]);
+        Ok(FmmPlan {
+            out_shape,
+            batch,
+            sa,
+            sb,
+            m,
+            n,
+            k: ka,
+            am,
+            ak,
+            bk,
+            bn,
+        })
+    }
+}
+
+impl Op for FusedMatMul {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let a = f32_in(inputs, 0, "FusedMatMul")?;
+        let b = f32_in(inputs, 1, "FusedMatMul")?;
+        Ok(vec![TensorType::f32(
+            self.plan(&a.shape, &b.shape)?.out_shape,
+        )])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let a = arg(inputs, 0)?;
+        let b = arg(inputs, 1)?;
+        let p = self.plan(&a.shape, &b.shape)?;
+        let (av, bv) = (a.as_f32(), b.as_f32());
+        let nb: usize = p.batch.iter().product();
+        let mut y = vec![0f32; nb * p.m * p.n];
+        // The C kernel splits the rows (bi, i) over cores; same loop order.
+        for r in 0..nb * p.m {
+            let (bi, i) = (r / p.m, r % p.m);
+            let (mut oa, mut ob, mut rem) = (0, 0, bi);
+            for d in (0..p.batch.len()).rev() {
+                let x = rem % p.batch[d];
+                rem /= p.batch[d];
+                oa += x * p.sa[d];
+                ob += x * p.sb[d];
+            }
+            for j in 0..p.n {
+                let mut acc = 0f32;
+                for q in 0..p.k {
+                    acc += av[oa + i * p.am + q * p.ak] * bv[ob + q * p.bk + j * p.bn];
+                }
+                y[r * p.n + j] = self.alpha * acc;
+            }
+        }
+        Ok(vec![Tensor::f32(p.out_shape, y)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let a = cx.input(0)?.clone();
+        let b = cx.input(1)?.clone();
+        let y = cx.output(0)?.expr.clone();
+        let p = self.plan(&a.ty.shape, &b.ty.shape)?;
+        cx.kernel(
+            "st_fused_matmul",
+            &[
+                ("a", a.expr),
+                ("b", b.expr),
+                ("y", y),
+                ("nbd", p.batch.len().to_string()),
+                ("bdims", pad8(&p.batch, 1)),
+                ("sa", pad8(&p.sa, 0)),
+                ("sb", pad8(&p.sb, 0)),
+                ("m", p.m.to_string()),
+                ("n", p.n.to_string()),
+                ("k", p.k.to_string()),
+                ("am", p.am.to_string()),
+                ("ak", p.ak.to_string()),
+                ("bk", p.bk.to_string()),
+                ("bn", p.bn.to_string()),
+                ("alpha", super::c_float(self.alpha)),
+            ],
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Generate ONNX Runtime training artifacts and ONNX Runtime's own training run.
+
+Requirements (Python 3.11):  pip install numpy onnx onnxruntime-training==1.19.2
+Run from anywhere:            python3 examples/gen_ort.py
+
+For each small model (mlp, cnn, vit) this script
+
+1. builds the forward ONNX model with onnx.helper, initial weights as
+   initializers drawn from a fixed seed;
+2. calls onnxruntime.training.artifacts.generate_artifacts with SGD and a
+   loss, which writes training_model.onnx, eval_model.onnx,
+   optimizer_model.onnx and checkpoint;
+3. trains with ONNX Runtime's C++ training API (CheckpointState, Module,
+   Optimizer) for N_BATCHES mini-batches, accumulating gradients over
+   N_ACCUM (opt.step() then module.lazy_reset_grad() after every N_ACCUM
+   mini-batches: ORT's lazy_reset_grad makes the *next* training step
+   overwrite the gradient accumulators instead of adding to them);
+4. writes into examples/ort/<m>/ the three ONNX artifacts, unmodified, and
+     data.npz       initial parameters by name, mini-batch inputs
+                    `mb<k>_<input name>`, meta_n_batches, meta_n_accum,
+                    learning_rate
+     reference.npz  `loss` per mini-batch and the final parameters by
+                    name (trainable and frozen: BatchNorm's running
+                    statistics), as ONNX Runtime computed them.
+   The checkpoint is not kept: strata takes the initial parameters from
+   data.npz (they equal the checkpoint's, which the script checks).
+
+The output is deterministic (fixed seeds; np.savez with fixed timestamps).
+onnxruntime-training needs torch only for imports this script does not use:
+a stub module stands in for it.
+"""
+
+# onnxruntime.training imports torch at module level; nothing here uses it.
+import sys, unittest.mock as um, importlib.machinery  # noqa: E401,E402
+
+_t = um.MagicMock()
+_t.__spec__ = importlib.machinery.ModuleSpec("torch", None)
+sys.modules["torch"] = _t
+sys.modules["torch.nn"] = _t.nn
+sys.modules["torch.onnx"] = _t.onnx
+
+import io  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnxruntime.training import artifacts  # noqa: E402
+from onnxruntime.training.api import CheckpointState, Module, Optimizer  # noqa: E402
+
+# onnxruntime-training 1.19.2 reads ONNX IR <= 10 and opsets <= 21. Its
+# artifact builder stamps the optimizer model with the *installed* onnx's
+# IR_VERSION and default opset; with onnx newer than 1.16 ORT then refuses to
+# load it. Pin both to what onnx 1.16 (ORT 1.19's own) would write, so the
+# artifacts are the ones ORT 1.19 itself produces and loads.
+if onnx.IR_VERSION > 10:
+    onnx.IR_VERSION = 10
+if onnx.defs.onnx_opset_version() > 21:
+    onnx.defs.onnx_opset_version = lambda: 21
+
+OUT = Path(__file__).resolve().parent / "ort"
+N_BATCHES = 6
+N_ACCUM = 2
+LR = 0.05
+OPSET = 17
+
+
+def init(rng, shape, fan_in):
+    bound = 1.0 / np.sqrt(fan_in)
+    return rng.uniform(-bound, bound, shape).astype(np.float32)
+
+
+def make_model(name, nodes, inputs, outputs, inits):
+    g = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    m = helper.make_model(
+        g,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
+        producer_name="strata gen_ort.py",
+    )
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+# --------------------------------------------------------------------------
+# Models: (forward model, trainable, frozen, loss, batch maker)
+# --------------------------------------------------------------------------
+
+
+def mlp(rng):
+    B, F, H, C = 4, 12, 16, 6
+    p = {
+        "fc1.weight": init(rng, (H, F), F),
+        "fc1.bias": init(rng, (H,), F),
+        "fc2.weight": init(rng, (C, H), H),
+        "fc2.bias": init(rng, (C,), H),
+    }
+    nodes = [
+        helper.make_node("Gemm", ["input", "fc1.weight", "fc1.bias"], ["h1"], transB=1),
+        helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
+    ]
+    m = make_model("mlp", nodes, [("input", [B, F])], [("output", [B, C])], p)
+    teacher = rng.standard_normal((F, C))
+
+    def batch(rng):
+        x = rng.standard_normal((B, F)).astype(np.float32)
+        y = np.argmax(x.astype(np.float64) @ teacher, axis=1).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
+
+
+def cnn(rng):
+    """A MobileNet-like block: Conv 3x3/2 -> BN -> Relu -> dw 3x3 -> Relu -> pw 1x1 -> GAP -> Gemm."""
+    B, Cin, HW, C1, C2, K = 2, 3, 8, 4, 6, 5
+    p = {
+        "conv1.weight": init(rng, (C1, Cin, 3, 3), Cin * 9),
+        "bn1.weight": (1.0 + 0.1 * rng.standard_normal(C1)).astype(np.float32),
+        "bn1.bias": (0.1 * rng.standard_normal(C1)).astype(np.float32),
+        "dw.weight": init(rng, (C1, 1, 3, 3), 9),
+        "dw.bias": init(rng, (C1,), 9),
+        "pw.weight": init(rng, (C2, C1, 1, 1), C1),
+        "pw.bias": init(rng, (C2,), C1),
+        "fc.weight": init(rng, (K, C2), C2),
+        "fc.bias": init(rng, (K,), C2),
+    }
+    frozen = {
+        "bn1.running_mean": np.zeros(C1, np.float32),
+        "bn1.running_var": np.ones(C1, np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["input", "conv1.weight"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node(
+            "BatchNormalization",
+            ["c1", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var"],
+            ["b1", "bn1.running_mean_out", "bn1.running_var_out"],
+            epsilon=1e-5,
+            momentum=0.9,
+            training_mode=1,
+        ),
+        helper.make_node("Relu", ["b1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "dw.weight", "dw.bias"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=C1),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "pw.weight", "pw.bias"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("GlobalAveragePool", ["c3"], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], transB=1),
+    ]
+    m = make_model("cnn", nodes, [("input", [B, Cin, HW, HW])], [("output", [B, K])], {**p, **frozen})
+
+    def batch(rng):
+        x = rng.standard_normal((B, Cin, HW, HW)).astype(np.float32)
+        y = rng.integers(0, K, B).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), list(frozen), artifacts.LossType.CrossEntropyLoss, batch
+
+
+def vit(rng):
+    """A tiny CCT-like transformer block on tokens [B, T, D]."""
+    B, T, D, Hd, K = 2, 4, 8, 16, 3
+    p = {
+        "ln1.weight": (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32),
+        "ln1.bias": (0.1 * rng.standard_normal(D)).astype(np.float32),
+        "q.weight": init(rng, (D, D), D),
+        "k.weight": init(rng, (D, D), D),
+        "v.weight": init(rng, (D, D), D),
+        "ln2.weight": (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32),
+        "ln2.bias": (0.1 * rng.standard_normal(D)).astype(np.float32),
+        "mlp1.weight": init(rng, (D, Hd), D),
+        "mlp2.weight": init(rng, (Hd, D), Hd),
+        "head.weight": init(rng, (K, D), D),
+        "head.bias": init(rng, (K,), D),
+    }
+    consts = {
+        "scale": np.array(np.sqrt(D), np.float32),
+    }
+    mk = helper.make_node
+    nodes = [
+        mk("LayerNormalization", ["input", "ln1.weight", "ln1.bias"], ["n1", "n1.mean", "n1.inv_std"], axis=-1, epsilon=1e-5),
+        mk("MatMul", ["n1", "q.weight"], ["q"]),
+        mk("MatMul", ["n1", "k.weight"], ["k"]),
+        mk("MatMul", ["n1", "v.weight"], ["v"]),
+        mk("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        mk("MatMul", ["q", "kt"], ["s"]),
+        mk("Div", ["s", "scale"], ["s_scaled"]),
+        mk("Softmax", ["s_scaled"], ["a"], axis=-1),
+        mk("MatMul", ["a", "v"], ["att"]),
+        mk("Add", ["input", "att"], ["x1"]),
+        mk("LayerNormalization", ["x1", "ln2.weight", "ln2.bias"], ["n2", "n2.mean", "n2.inv_std"], axis=-1, epsilon=1e-5),
+        mk("MatMul", ["n2", "mlp1.weight"], ["m1"]),
+        mk("Gelu", ["m1"], ["g1"], domain="com.microsoft"),
+        mk("MatMul", ["g1", "mlp2.weight"], ["m2"]),
+        mk("Add", ["x1", "m2"], ["x2"]),
+        mk("ReduceMean", ["x2"], ["pooled"], axes=[1], keepdims=0),
+        mk("Gemm", ["pooled", "head.weight", "head.bias"], ["output"], transB=1),
+    ]
+    m = make_model("vit", nodes, [("input", [B, T, D])], [("output", [B, K])], {**p, **consts})
+
+    def batch(rng):
+        x = rng.standard_normal((B, T, D)).astype(np.float32)
+        y = rng.integers(0, K, B).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
+
+
+MODELS = {"mlp": (mlp, 1), "cnn": (cnn, 2), "vit": (vit, 3)}
+
+
+# --------------------------------------------------------------------------
+
+
+def savez(path: Path, arrays: dict):
+    """np.savez with a fixed timestamp, so that the bytes are reproducible."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for k in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asarray(arrays[k]), allow_pickle=False)
+            info = zipfile.ZipInfo(k + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            z.writestr(info, buf.getvalue())
+
+
+def generate(name: str):
+    build, seed = MODELS[name]
+    rng = np.random.default_rng(20240700 + seed)
+    model, trainable, frozen, loss, batch = build(rng)
+    initial = {i.name: numpy_helper.to_array(i).copy() for i in model.graph.initializer}
+    batches = [batch(rng) for _ in range(N_BATCHES)]
+
+    out = OUT / name
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        art = Path(tmp) / "art"
+        art.mkdir()
+        artifacts.generate_artifacts(
+            model,
+            requires_grad=trainable,
+            frozen_params=frozen,
+            loss=loss,
+            optimizer=artifacts.OptimType.SGD,
+            artifact_directory=str(art),
+        )
+        for f in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):
+            shutil.copyfile(art / f, out / f)
+
+        state = CheckpointState.load_checkpoint(str(art / "checkpoint"))
+        # No eval model: only training runs here, and ORT 1.19 cannot load its
+        # own eval model of a training-mode BatchNormalization (it keeps the
+        # three outputs while switching training_mode off).
+        module = Module(str(art / "training_model.onnx"), state)
+        opt = Optimizer(str(art / "optimizer_model.onnx"), module)
+        opt.set_learning_rate(LR)
+        params = trainable + frozen
+        for k in params:
+            np.testing.assert_array_equal(state.parameters[k].data, initial[k])
+        feed_names = module.input_names()
+        module.train()
+        losses = []
+        for b, mb in enumerate(batches):
+            feeds = [mb[n] for n in feed_names]
+            loss_v = module(*feeds)
+            losses.append(np.float32(np.asarray(loss_v).reshape(-1)[0]))
+            if (b + 1) % N_ACCUM == 0:
+                opt.step()
+                module.lazy_reset_grad()
+        # Frozen parameters are compared too: ORT's BatchNormInternal updates
+        # the running statistics in the checkpoint's buffers every step (the
+        # same in-place update strata performs).
+        final = {k: np.array(state.parameters[k].data, dtype=np.float32) for k in params}
+
+    data = {k: initial[k] for k in params}
+    for b, mb in enumerate(batches):
+        for k, v in mb.items():
+            data[f"mb{b}_{k}"] = v
+    data["meta_n_batches"] = np.array(N_BATCHES, np.int64)
+    data["meta_n_accum"] = np.array(N_ACCUM, np.int64)
+    data["learning_rate"] = np.array([LR], np.float32)
+    savez(out / "data.npz", data)
+    ref = {"loss": np.array(losses, np.float32), **final}
+    savez(out / "reference.npz", ref)
+    moved = max(float(np.abs(final[k] - initial[k]).max()) for k in trainable)
+    print(f"{name}: inputs {feed_names}, losses {np.round(losses, 5).tolist()}, max weight change {moved:.4f}")
+
+
+def main():
+    names = sys.argv[1:] or list(MODELS)
+    for n in names:
+        generate(n)
+
+
+if __name__ == "__main__":
+    main()
