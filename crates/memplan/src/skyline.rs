@@ -76,6 +76,8 @@
 //! or in a later restart. (Only a hash collision could prune wrongly.)
 
 use crate::Problem;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 const INF: u64 = u64::MAX;
@@ -196,6 +198,10 @@ pub(crate) struct Sky {
     deadline: Instant,
     pub timed_out: bool,
     stop: bool,
+    /// Stop flag shared by the threads of a parallel portfolio.
+    pub halt: Option<Arc<AtomicBool>>,
+    /// The run was stopped through `halt` (sticky).
+    pub halted: bool,
 }
 
 impl Sky {
@@ -303,6 +309,8 @@ impl Sky {
             deadline,
             timed_out: false,
             stop: false,
+            halt: None,
+            halted: false,
         };
         sky.set_order(0);
         sky
@@ -536,6 +544,16 @@ impl Sky {
         self.nodes += 1;
         if self.nodes & 1023 == 0 && Instant::now() >= self.deadline {
             self.timed_out = true;
+            self.stop = true;
+        }
+        if self.nodes & 63 == 0
+            && self
+                .halt
+                .as_ref()
+                .is_some_and(|h| h.load(Ordering::Relaxed))
+        {
+            self.halted = true;
+            self.aborted = true;
             self.stop = true;
         }
         if self.nodes >= self.node_limit {
