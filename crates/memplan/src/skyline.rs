@@ -436,6 +436,11 @@ impl Sky {
     /// placement is recorded in `best`, `cap` drops below it and `true` is
     /// returned; the state is always restored.
     pub fn run(&mut self) -> bool {
+        debug_assert!(self.trail.is_empty());
+        // Section bound at the root (see `solve`).
+        if (0..self.nsec).any(|s| self.h[s] + self.rem[s] > self.cap) {
+            return false;
+        }
         let ok = self.solve_parts(0, self.nsec);
         if ok {
             let pk = (0..self.size.len())
@@ -563,17 +568,17 @@ impl Sky {
         if self.stop {
             return false;
         }
-        // Section bound, then pick a well (see `pick_well`).
+        // The section bound `h + rem <= cap` is checked once per run (in
+        // `run`): placing `b` at the floor `l` of its sections keeps
+        // `h + rem` there (`l + size + rem - size`), and a waste raise checks
+        // it where it raises, so it holds at every node. Then the level
+        // bound, then pick a well (see `pick_well`).
         let cap = self.cap;
-        let mut maxh = 0;
-        for s in lo..hi {
-            if self.h[s] + self.rem[s] > cap {
+        if self.level {
+            let maxh = self.h[lo..hi].iter().copied().max().unwrap_or(0);
+            if !self.level_bound(lo, hi, maxh) {
                 return false;
             }
-            maxh = maxh.max(self.h[s]);
-        }
-        if self.level && !self.level_bound(lo, hi, maxh) {
-            return false;
         }
         let Some((t0, pe)) = self.pick_well(lo, hi) else {
             return false;
