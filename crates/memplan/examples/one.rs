@@ -10,6 +10,7 @@ fn main() {
         &memplan::Options {
             time_limit: std::time::Duration::from_secs(5),
             minimize,
+            ..Default::default()
         },
     );
     println!(

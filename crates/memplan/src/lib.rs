@@ -9,9 +9,13 @@
 //! reading/writing of the MiniMalloc CSV format. It depends on no other strata
 //! crate.
 //!
-//! Determinism: for the same input and options the result is the same, except
-//! that the time limit may cut the exact search short at a different point on
-//! a slower or busier machine (the greedy phase is never cut).
+//! Determinism: with `threads: 1`, for the same input and options the result
+//! is the same, except that the time limit may cut the exact search short at
+//! a different point on a slower or busier machine (the greedy phase is never
+//! cut). With more threads the exact search races complementary
+//! configurations, so the placement may differ between runs (which thread
+//! wins is timing-dependent); every result still passes [`check`], fits the
+//! capacity when it is reported to, and is marked optimal only when proven.
 
 pub mod bound;
 pub mod check;
@@ -72,6 +76,15 @@ pub struct Options {
     /// Minimise the peak. Without it and with a capacity, any fitting
     /// placement is returned as soon as one is found.
     pub minimize: bool,
+    /// Threads for the exact search's portfolio (0 counts as 1). With 1 the
+    /// result is deterministic (up to the time limit, see the crate docs).
+    /// With more, the threads run complementary search configurations and
+    /// the first to reach the goal stops the others, so the placement
+    /// returned may differ from run to run; it always passes [`check`] and
+    /// carries the same guarantees (fits the capacity if reported to,
+    /// `optimal` only when proven). Default: the available parallelism,
+    /// at most 2.
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -79,6 +92,9 @@ impl Default for Options {
         Options {
             time_limit: Duration::from_secs(1),
             minimize: true,
+            threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(2),
         }
     }
 }
@@ -190,7 +206,17 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     };
     if need_search {
         let goal = if minimize { lb } else { p.capacity.unwrap() };
-        let r = search::improve(p, &offsets, peak, goal, deadline, lb, minimize, p.capacity);
+        let r = search::improve(
+            p,
+            &offsets,
+            peak,
+            goal,
+            deadline,
+            lb,
+            minimize,
+            p.capacity,
+            opts.threads,
+        );
         if r.peak < peak {
             offsets = r.offsets;
             peak = r.peak;

@@ -76,6 +76,8 @@
 //! or in a later restart. (Only a hash collision could prune wrongly.)
 
 use crate::Problem;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 const INF: u64 = u64::MAX;
@@ -196,6 +198,10 @@ pub(crate) struct Sky {
     deadline: Instant,
     pub timed_out: bool,
     stop: bool,
+    /// Stop flag shared by the threads of a parallel portfolio.
+    pub halt: Option<Arc<AtomicBool>>,
+    /// The run was stopped through `halt` (sticky).
+    pub halted: bool,
 }
 
 impl Sky {
@@ -303,6 +309,8 @@ impl Sky {
             deadline,
             timed_out: false,
             stop: false,
+            halt: None,
+            halted: false,
         };
         sky.set_order(0);
         sky
@@ -428,6 +436,11 @@ impl Sky {
     /// placement is recorded in `best`, `cap` drops below it and `true` is
     /// returned; the state is always restored.
     pub fn run(&mut self) -> bool {
+        debug_assert!(self.trail.is_empty());
+        // Section bound at the root (see `solve`).
+        if (0..self.nsec).any(|s| self.h[s] + self.rem[s] > self.cap) {
+            return false;
+        }
         let ok = self.solve_parts(0, self.nsec);
         if ok {
             let pk = (0..self.size.len())
@@ -538,6 +551,16 @@ impl Sky {
             self.timed_out = true;
             self.stop = true;
         }
+        if self.nodes & 63 == 0
+            && self
+                .halt
+                .as_ref()
+                .is_some_and(|h| h.load(Ordering::Relaxed))
+        {
+            self.halted = true;
+            self.aborted = true;
+            self.stop = true;
+        }
         if self.nodes >= self.node_limit {
             self.aborted = true;
             self.stop = true;
@@ -545,17 +568,17 @@ impl Sky {
         if self.stop {
             return false;
         }
-        // Section bound, then pick a well (see `pick_well`).
+        // The section bound `h + rem <= cap` is checked once per run (in
+        // `run`): placing `b` at the floor `l` of its sections keeps
+        // `h + rem` there (`l + size + rem - size`), and a waste raise checks
+        // it where it raises, so it holds at every node. Then the level
+        // bound, then pick a well (see `pick_well`).
         let cap = self.cap;
-        let mut maxh = 0;
-        for s in lo..hi {
-            if self.h[s] + self.rem[s] > cap {
+        if self.level {
+            let maxh = self.h[lo..hi].iter().copied().max().unwrap_or(0);
+            if !self.level_bound(lo, hi, maxh) {
                 return false;
             }
-            maxh = maxh.max(self.h[s]);
-        }
-        if self.level && !self.level_bound(lo, hi, maxh) {
-            return false;
         }
         let Some((t0, pe)) = self.pick_well(lo, hi) else {
             return false;

@@ -99,7 +99,7 @@ proptest! {
     #[test]
     fn exact_matches_brute_force(p in instance(7)) {
         let opt = brute_force(&p);
-        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert_eq!(s.peak, opt);
         prop_assert!(s.optimal);
@@ -110,17 +110,17 @@ proptest! {
     #[test]
     fn exact_matches_brute_force_plain(p in plain(7)) {
         let opt = brute_force(&p);
-        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert_eq!(s.peak, opt);
         prop_assert!(s.optimal);
         // Fit mode at the optimum must fit, one below must not.
         let mut q = p.clone();
         q.capacity = Some(opt);
-        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false }).unwrap();
+        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1 }).unwrap();
         prop_assert!(check(&q, &f.offsets).is_ok());
         q.capacity = Some(opt - 1);
-        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false });
+        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1 });
         prop_assert!(below.is_err());
     }
 
@@ -128,7 +128,7 @@ proptest! {
     fn solutions_valid_and_never_worse_than_greedy(p in instance(40)) {
         let g = greedy::portfolio(&p);
         let gp = check(&p, &g).unwrap();
-        let s = solve(&p, &Options { time_limit: Duration::from_millis(50), minimize: true }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_millis(50), minimize: true, threads: 1 }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert!(s.peak <= gp);
         prop_assert!(s.lower_bound <= s.peak);
@@ -137,12 +137,45 @@ proptest! {
         q.capacity = Some(s.peak);
         // (The time limit may cut the search short; then the error must
         // still be consistent.)
-        match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false }) {
+        match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false, threads: 1 }) {
             Ok(f) => prop_assert!(check(&q, &f.offsets).is_ok()),
             Err(memplan::Error::DoesNotFit { capacity, best_peak, lower_bound }) => {
                 prop_assert!(best_peak > capacity && lower_bound <= capacity)
             }
             Err(e) => prop_assert!(false, "{}", e),
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+
+    /// The two-thread portfolio returns checked placements with the same
+    /// proven optimum as the deterministic single-thread search, and in fit
+    /// mode fits exactly down to it.
+    #[test]
+    fn threaded_portfolio_is_checked(p in plain(12)) {
+        let one = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
+        let two = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 2 }).unwrap();
+        prop_assert_eq!(check(&p, &two.offsets).unwrap(), two.peak);
+        prop_assert!(one.optimal && two.optimal);
+        prop_assert_eq!(one.peak, two.peak);
+        let mut q = p.clone();
+        q.capacity = Some(one.peak);
+        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2 }).unwrap();
+        prop_assert!(check(&q, &f.offsets).unwrap() <= one.peak);
+        q.capacity = Some(one.peak - 1);
+        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2 });
+        prop_assert!(below.is_err());
+    }
+
+    /// Larger random instances under a short limit: whatever the threads
+    /// return passes the checker and never exceeds the greedy peak.
+    #[test]
+    fn threaded_portfolio_valid_on_larger(p in plain(40)) {
+        let gp = check(&p, &greedy::portfolio(&p)).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_millis(30), minimize: true, threads: 2 }).unwrap();
+        prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+        prop_assert!(s.peak <= gp && s.lower_bound <= s.peak);
     }
 }

@@ -32,6 +32,7 @@ fn shared_instances_solve_and_check() {
                 &Options {
                     time_limit: Duration::from_millis(150),
                     minimize: true,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -45,6 +46,7 @@ fn shared_instances_solve_and_check() {
                 &Options {
                     time_limit: Duration::from_millis(150),
                     minimize: false,
+                    ..Default::default()
                 },
             ) {
                 Ok(s) => {

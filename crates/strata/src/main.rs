@@ -221,6 +221,7 @@ fn plan_csv(
     let opts = memplan::Options {
         time_limit: std::time::Duration::from_secs_f64(time_limit),
         minimize: minimize || problem.capacity.is_none(),
+        ..Default::default()
     };
     let start = std::time::Instant::now();
     let sol = memplan::solve(&problem, &opts)

@@ -164,6 +164,7 @@ pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPl
         &memplan::Options {
             time_limit,
             minimize: true,
+            threads: 1,
         },
     )
     .map_err(|e| match e {

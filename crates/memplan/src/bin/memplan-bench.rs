@@ -71,6 +71,7 @@ fn main() {
                         &Options {
                             time_limit: limit,
                             minimize,
+                            ..Default::default()
                         },
                     );
                 }
