@@ -94,6 +94,12 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
     .unwrap();
     writeln!(
         s,
+        "read-only constants outside the arena: {} bytes",
+        plan.constant_bytes
+    )
+    .unwrap();
+    writeln!(
+        s,
         "schedule: {} training nodes, {} optimizer nodes",
         p.train_end,
         p.nodes_total() - p.train_end
@@ -173,6 +179,8 @@ pub struct CheckReport {
     pub failures: Vec<(String, f32)>,
     pub arena_bytes: std::collections::BTreeMap<String, u64>,
     pub lower_bound_bytes: std::collections::BTreeMap<String, u64>,
+    /// Read-only constants outside the arena (bytes).
+    pub constant_bytes: u64,
     pub tolerance: fixture::Tolerance,
     #[serde(skip)]
     pub results: Option<Results>,
@@ -235,6 +243,7 @@ pub fn check(
         failures: cmp.failures,
         arena_bytes: level(plan.arena_bytes),
         lower_bound_bytes: level(plan.lower_bound),
+        constant_bytes: plan.constant_bytes,
         tolerance: f.tolerance,
         results: Some(results),
         c_output,

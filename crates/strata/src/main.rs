@@ -156,8 +156,8 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     println!("  off: {name} (max abs error {e:.3e})");
                 }
                 println!(
-                    "  L2 arena {} bytes, lower bound {} bytes",
-                    r.arena_bytes["L2"], r.lower_bound_bytes["L2"]
+                    "  L2 arena {} bytes, lower bound {} bytes; read-only constants {} bytes",
+                    r.arena_bytes["L2"], r.lower_bound_bytes["L2"], r.constant_bytes
                 );
             }
             Ok(if r.ok {
@@ -185,10 +185,11 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
             print!("{}", r.c_output);
             println!(
-                "C project in {}; L2 arena {} bytes (lower bound {} bytes)",
+                "C project in {}; L2 arena {} bytes (lower bound {} bytes); read-only constants {} bytes",
                 output.display(),
                 r.arena_bytes["L2"],
-                r.lower_bound_bytes["L2"]
+                r.lower_bound_bytes["L2"],
+                r.constant_bytes
             );
             Ok(if r.ok {
                 ExitCode::SUCCESS

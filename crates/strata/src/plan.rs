@@ -33,6 +33,9 @@ pub struct MemoryPlan {
     pub arena_bytes: u64,
     /// The largest total size live at one time: no plan can use less.
     pub lower_bound: u64,
+    /// Read-only constants kept outside the arena (frozen parameters, shape
+    /// data), emitted as C arrays: on a device they live in L2 as well.
+    pub constant_bytes: u64,
     pub optimal: bool,
     pub groups: Vec<Group>,
     /// Per tensor: its group, or `None` when it lives outside the arena (read-only constants).
@@ -197,6 +200,12 @@ pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPl
         arena_bytes: sol.peak,
         lower_bound: sol.lower_bound,
         optimal: sol.optimal,
+        constant_bytes: g
+            .constants
+            .iter()
+            .filter(|(t, _)| group_of[t.idx()].is_none())
+            .map(|(_, v)| v.ty().bytes() as u64)
+            .sum(),
         groups: gs,
         group_of,
     };
