@@ -1,6 +1,6 @@
 //! Gemm, Relu/ReluGrad, the view ops, and the reductions.
 
-use super::util::{c_array, norm_axis};
+use super::util::norm_axis;
 use super::{arg, boxed, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -617,22 +617,17 @@ pub fn emit_reduce(
         p.kept_dims.len() <= 8 && p.red_dims.len() <= 8,
         "reductions support rank <= 8"
     );
-    let pad = |v: &[usize]| {
-        let mut v = v.to_vec();
-        v.resize(8, 1);
-        c_array(&v)
-    };
     cx.kernel(
         "st_reduce",
         &[
             ("x", x.to_string()),
             ("y", y.to_string()),
             ("n_kept", p.kept_dims.len().to_string()),
-            ("kept_dims", pad(&p.kept_dims)),
-            ("kept_strides", pad(&p.kept_strides)),
+            ("kept_dims", super::util::pad8(&p.kept_dims, 1)),
+            ("kept_strides", super::util::pad8(&p.kept_strides, 1)),
             ("n_red", p.red_dims.len().to_string()),
-            ("red_dims", pad(&p.red_dims)),
-            ("red_strides", pad(&p.red_strides)),
+            ("red_dims", super::util::pad8(&p.red_dims, 1)),
+            ("red_strides", super::util::pad8(&p.red_strides, 1)),
             ("mean", (mean as u8).to_string()),
         ],
     );

@@ -4,7 +4,8 @@
 //! (gradients of tensors with several consumers) and `com.microsoft
 //! FusedMatMul` (MatMul gradients with transposed operands).
 
-use super::util::{broadcast_shape, broadcast_strides, c_array};
+use super::util::{broadcast_shape, broadcast_strides};
+use super::util::{f32_in, pad8};
 use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -29,25 +30,6 @@ pub fn register(r: &mut Registry) {
             alpha: a.float_or("alpha", 1.0),
         })
     });
-}
-
-fn f32_in<'a>(
-    inputs: &[Option<OpInput<'a>>],
-    i: usize,
-    op: &str,
-) -> Result<&'a TensorType, OpError> {
-    let t = req(inputs, i)?.ty;
-    ensure!(
-        t.dtype == DType::F32,
-        "{op}: input {i} must be float32, found {t}"
-    );
-    Ok(t)
-}
-
-fn pad8(v: &[usize], fill: usize) -> String {
-    let mut v = v.to_vec();
-    v.resize(8, fill);
-    c_array(&v)
 }
 
 // ---------------------------------------------------------------- Expand

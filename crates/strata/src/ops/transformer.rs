@@ -6,7 +6,8 @@
 //! series ([`erf64`]) and libm's f64 `exp`/`tanh`, rounding once to f32, so
 //! the interpreter and the compiled C agree bit for bit on the host.
 
-use super::util::{broadcast_shape, broadcast_strides, c_array, norm_axis};
+use super::util::{broadcast_shape, broadcast_strides, norm_axis};
+use super::util::{f32_in, pad8};
 use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -52,25 +53,6 @@ pub fn register(r: &mut Registry) {
             axis: a.int_or("axis", -1),
         })
     });
-}
-
-fn f32_in<'a>(
-    inputs: &[Option<OpInput<'a>>],
-    i: usize,
-    op: &str,
-) -> Result<&'a TensorType, OpError> {
-    let t = req(inputs, i)?.ty;
-    ensure!(
-        t.dtype == DType::F32,
-        "{op}: input {i} must be float32, found {t}"
-    );
-    Ok(t)
-}
-
-fn pad8(v: &[usize], fill: usize) -> String {
-    let mut v = v.to_vec();
-    v.resize(8, fill);
-    c_array(&v)
 }
 
 // ---------------------------------------------------------------- MatMul

@@ -75,3 +75,23 @@ pub fn c_array<T: std::fmt::Display>(v: &[T]) -> String {
 pub fn int_list(t: &crate::tensor::Tensor) -> Vec<i64> {
     t.to_i64()
 }
+
+/// Input `i`, which must be present and float32; `op` names the op in the error.
+pub fn f32_in<'a>(
+    inputs: &[Option<super::OpInput<'a>>],
+    i: usize,
+    op: &str,
+) -> Result<&'a crate::tensor::TensorType, OpError> {
+    let t = super::req(inputs, i)?.ty;
+    if t.dtype != crate::tensor::DType::F32 {
+        return Err(op_err!("{op}: input {i} must be float32, found {t}"));
+    }
+    Ok(t)
+}
+
+/// A C array initializer of exactly 8 entries (the runtime's maximum rank), padded with `fill`.
+pub fn pad8(v: &[usize], fill: usize) -> String {
+    let mut v = v.to_vec();
+    v.resize(8, fill);
+    c_array(&v)
+}
