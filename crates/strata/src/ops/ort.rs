@@ -334,21 +334,8 @@ impl FusedMatMul {
             self.trans_b
         );
         let (ab, bb) = (&a[..a.len() - 2], &b[..b.len() - 2]);
-        let batch =
-            broadcast_shape(ab, bb).map_err(|e| op_err!("FusedMatMul batch dims: {}", e.0))?;
-        ensure!(
-            batch.len() <= 8,
-            "FusedMatMul: batch rank {} exceeds 8",
-            batch.len()
-        );
-        let sa = broadcast_strides(ab, &batch)
-            .iter()
-            .map(|s| s * ra * ca)
-            .collect();
-        let sb = broadcast_strides(bb, &batch)
-            .iter()
-            .map(|s| s * rb * cb)
-            .collect();
+        let (batch, sa, sb) =
+            super::transformer::batch_broadcast(ab, bb, ra * ca, rb * cb, "FusedMatMul")?;
         let mut out_shape = batch.clone();
         out_shape.extend([m, n]);
         Ok(FmmPlan {

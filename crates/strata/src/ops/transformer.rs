@@ -55,6 +55,33 @@ pub fn register(r: &mut Registry) {
     });
 }
 
+/// The broadcast batch shape of two batched matrix operands, and each
+/// operand's element stride per batch dimension (0 where it broadcasts),
+/// given the elements of one matrix of each. Shared by MatMul and FusedMatMul.
+pub(crate) fn batch_broadcast(
+    ab: &[usize],
+    bb: &[usize],
+    a_mat: usize,
+    b_mat: usize,
+    op: &str,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>), OpError> {
+    let batch = broadcast_shape(ab, bb).map_err(|e| op_err!("{op} batch dims: {}", e.0))?;
+    ensure!(
+        batch.len() <= 8,
+        "{op}: batch rank {} exceeds 8",
+        batch.len()
+    );
+    let sa = broadcast_strides(ab, &batch)
+        .iter()
+        .map(|s| s * a_mat)
+        .collect();
+    let sb = broadcast_strides(bb, &batch)
+        .iter()
+        .map(|s| s * b_mat)
+        .collect();
+    Ok((batch, sa, sb))
+}
+
 // ---------------------------------------------------------------- MatMul
 
 /// numpy `matmul`: batched, batch dims broadcast, 1-D operands promoted.
@@ -94,20 +121,7 @@ impl MatMul {
         ensure!(ka == kb, "MatMul: inner dimensions differ: {a:?} x {b:?}");
         let ab = &a2[..a2.len() - 2];
         let bb = &b2[..b2.len() - 2];
-        let batch = broadcast_shape(ab, bb).map_err(|e| op_err!("MatMul batch dims: {}", e.0))?;
-        ensure!(
-            batch.len() <= 8,
-            "MatMul: batch rank {} exceeds 8",
-            batch.len()
-        );
-        let sa = broadcast_strides(ab, &batch)
-            .iter()
-            .map(|s| s * m * ka)
-            .collect();
-        let sb = broadcast_strides(bb, &batch)
-            .iter()
-            .map(|s| s * kb * n)
-            .collect();
+        let (batch, sa, sb) = batch_broadcast(ab, bb, m * ka, kb * n, "MatMul")?;
         let mut out_shape = batch.clone();
         if a.len() > 1 {
             out_shape.push(m);
