@@ -187,6 +187,10 @@ fn validate(p: &Problem) -> Result<(), Error> {
     Ok(())
 }
 
+/// Stack of each exact-search thread (virtual: only what the recursion
+/// touches is committed).
+pub(crate) const SEARCH_STACK: usize = 256 << 20;
+
 /// Plan `p`. See the crate documentation for the semantics of the options.
 pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let start = Instant::now();
@@ -206,17 +210,30 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     };
     if need_search {
         let goal = if minimize { lb } else { p.capacity.unwrap() };
-        let r = search::improve(
-            p,
-            &offsets,
-            peak,
-            goal,
-            deadline,
-            lb,
-            minimize,
-            p.capacity,
-            opts.threads,
-        );
+        // The exact searches recurse once per node on their path (a dive
+        // over a thousand buffers with slack is several thousand frames
+        // deep), more than the 2 MiB a spawned thread gets by default: run
+        // them on a thread of their own with a stack sized for that.
+        let r = std::thread::scope(|sc| {
+            std::thread::Builder::new()
+                .stack_size(SEARCH_STACK)
+                .spawn_scoped(sc, || {
+                    search::improve(
+                        p,
+                        &offsets,
+                        peak,
+                        goal,
+                        deadline,
+                        lb,
+                        minimize,
+                        p.capacity,
+                        opts.threads,
+                    )
+                })
+                .expect("spawn the search thread")
+                .join()
+                .expect("search thread")
+        });
         if r.peak < peak {
             offsets = r.offsets;
             peak = r.peak;

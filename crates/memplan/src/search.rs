@@ -416,6 +416,14 @@ impl Dfs {
 }
 
 const RESTART_BASE: u64 = 2000;
+/// Node budget per buffer of the first runs aimed straight at the lower
+/// bound (at least `RESTART_BASE`). One dive places every buffer and, where
+/// there is slack, raises floors several times in between: on
+/// somas_resnet50 (1,042 buffers, slack everywhere but two sections) a
+/// successful dive takes about 6,900 nodes, so a flat 2,000 could never
+/// succeed there and the search fell back to descending from the greedy's
+/// peak (about 63k nodes instead of 23k).
+const PRE_PER_BUFFER: u64 = 8;
 
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (1-based).
 fn luby(i: u64) -> u64 {
@@ -574,10 +582,9 @@ fn run_skyline(
         let hs: Vec<_> = (1..threads as u32)
             .map(|k| {
                 let sh = &sh;
-                // The search recurses once per placement: give the thread
-                // the stack a main thread would have and then some.
+                // The search recurses once per node of its path.
                 std::thread::Builder::new()
-                    .stack_size(256 << 20)
+                    .stack_size(crate::SEARCH_STACK)
                     .spawn_scoped(sc, move || {
                         run_skyline_one(p, members, deadline, cap, goal, k, Some(sh))
                     })
@@ -669,8 +676,13 @@ fn run_skyline_one(
             for m in 0..2 {
                 d.mode = m ^ flip as u32;
                 d.level = d.mode == 1 && tight;
-                d.begin_run(base);
-                if d.run() || d.timed_out || d.halted {
+                let n0 = d.nodes;
+                d.begin_run(base.max(PRE_PER_BUFFER * members.len() as u64));
+                let ok = d.run();
+                if debug() {
+                    eprintln!("pre {k} mode {} nodes {} found {ok}", d.mode, d.nodes - n0);
+                }
+                if ok || d.timed_out || d.halted {
                     hit = Some(k);
                     break 'pre;
                 }
@@ -766,7 +778,17 @@ fn run_skyline_one(
         // with lowest-first (its cost per node dominates on E, F, J).
         d.level = d.mode == 1 && tight;
         d.begin_run(base.saturating_mul(luby(run as u64 + 1)));
+        let n0 = d.nodes;
         let found = d.run();
+        if debug() {
+            eprintln!(
+                "run {run} mode {} level {} nodes {} found {found} aborted {}",
+                d.mode,
+                d.level,
+                d.nodes - n0,
+                d.aborted
+            );
+        }
         if let (Some(s), true) = (sh, found) {
             s.cap.fetch_min(d.cap, Ordering::Relaxed);
         }

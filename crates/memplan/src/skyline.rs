@@ -118,6 +118,105 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
+/// Incremental hash of the search state, per lane `k` (two independent
+/// 64-bit lanes): over a section range, `sum salt[s][k] * h[s]` plus the
+/// sum of the keys of the unplaced buffers starting in the range (wrapping
+/// arithmetic). Two different states collide in a lane only if
+/// `sum salt[s] * dh[s] + sum dkeys == 0 mod 2^64`, which random salts and
+/// keys make unlikely (about `2^-64` per lane, times `2^v` where every
+/// floor difference is a multiple of `2^v`).
+///
+/// Floors change by range additions (a placement adds its size over its
+/// lifetime, a raise adds `r - l` over its range; all floors of the range
+/// are equal before, but that is not needed). With `d` the difference
+/// array of `h` and `S` the prefix sums of the salts,
+/// `sum_{s<x} salt[s] h[s] = S[x] * sum_{j<x} d[j] - sum_{j<x} d[j] S[j]`,
+/// so two Fenwick trees over `d` and `d * S` give range sums in
+/// `O(log n)` and range additions in `O(log n)`.
+struct StateHash {
+    /// `S[x]`, prefix sums of `salt`.
+    pre: Vec<[u64; 2]>,
+    /// Fenwick trees (1-based internally) over `d`, `d * S` and the keys.
+    fd: Vec<u64>,
+    fds: Vec<[u64; 2]>,
+    fkey: Vec<[u64; 2]>,
+}
+
+/// Lane-wise wrapping sum.
+fn add2(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
+    [a[0].wrapping_add(b[0]), a[1].wrapping_add(b[1])]
+}
+
+impl StateHash {
+    fn new(salt: &[[u64; 2]]) -> StateHash {
+        let n = salt.len();
+        let mut pre = vec![[0u64; 2]; n + 1];
+        for s in 0..n {
+            pre[s + 1] = add2(pre[s], salt[s]);
+        }
+        StateHash {
+            pre,
+            fd: vec![0; n + 2],
+            fds: vec![[0; 2]; n + 2],
+            fkey: vec![[0; 2]; n + 2],
+        }
+    }
+
+    fn point(&mut self, j: usize, delta: u64) {
+        let ds = self.pre[j].map(|p| delta.wrapping_mul(p));
+        let mut i = j + 1;
+        while i < self.fd.len() {
+            self.fd[i] = self.fd[i].wrapping_add(delta);
+            self.fds[i] = add2(self.fds[i], ds);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Add `delta` (wrapping) to the floors of sections `[a, b)`.
+    fn raise(&mut self, a: usize, b: usize, delta: u64) {
+        self.point(a, delta);
+        self.point(b, delta.wrapping_neg());
+    }
+
+    /// Add (or with `remove` subtract) a buffer key at section `s`.
+    fn key_add(&mut self, s: usize, key: [u64; 2], remove: bool) {
+        let key = if remove {
+            key.map(u64::wrapping_neg)
+        } else {
+            key
+        };
+        let mut i = s + 1;
+        while i < self.fkey.len() {
+            self.fkey[i] = add2(self.fkey[i], key);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// Hash value of sections `[0, x)`.
+    fn prefix(&self, x: usize) -> [u64; 2] {
+        let (mut d, mut ds, mut key) = (0u64, [0u64; 2], [0u64; 2]);
+        let mut i = x;
+        while i > 0 {
+            d = d.wrapping_add(self.fd[i]);
+            ds = add2(ds, self.fds[i]);
+            key = add2(key, self.fkey[i]);
+            i &= i - 1;
+        }
+        [0, 1].map(|k| {
+            self.pre[x][k]
+                .wrapping_mul(d)
+                .wrapping_sub(ds[k])
+                .wrapping_add(key[k])
+        })
+    }
+
+    /// Hash value of sections `[a, b)`.
+    fn range(&self, a: usize, b: usize) -> [u64; 2] {
+        let (x, y) = (self.prefix(b), self.prefix(a));
+        [x[0].wrapping_sub(y[0]), x[1].wrapping_sub(y[1])]
+    }
+}
+
 /// Whether the skyline search applies to `members` (see the module docs).
 pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
     let bs = &p.buffers;
@@ -168,10 +267,10 @@ pub(crate) struct Sky {
     cross: Vec<u32>,
     trail: Vec<Op>,
     nsec: usize,
-    /// Random key per buffer (two independent 64-bit halves).
-    zkey: Vec<(u64, u64)>,
-    /// Per section: XOR of the keys of the unplaced buffers starting there.
-    zs: Vec<(u64, u64)>,
+    /// Random key per buffer (two independent 64-bit lanes).
+    zkey: Vec<[u64; 2]>,
+    /// Incremental state hash (see `state_hash`).
+    hash: StateHash,
     /// Failed component states (128-bit hash) -> the largest cap at which
     /// that state was proven to have no completion (see `solve`).
     dead: std::collections::HashMap<u128, u64, IdHash>,
@@ -262,12 +361,11 @@ impl Sky {
             x ^= x << 17;
             x
         };
-        let zkey: Vec<(u64, u64)> = (0..n).map(|_| (rnd(), rnd())).collect();
-        let mut zs = vec![(0u64, 0u64); nsec];
+        let zkey: Vec<[u64; 2]> = (0..n).map(|_| [rnd(), rnd()]).collect();
+        let salt: Vec<[u64; 2]> = (0..nsec).map(|_| [rnd(), rnd()]).collect();
+        let mut hash = StateHash::new(&salt);
         for i in 0..n {
-            let z = &mut zs[span[i].0 as usize];
-            z.0 ^= zkey[i].0;
-            z.1 ^= zkey[i].1;
+            hash.key_add(span[i].0 as usize, zkey[i], false);
         }
         let mut live = vec![Vec::new(); nsec];
         for (i, &(a, e)) in span.iter().enumerate() {
@@ -277,7 +375,7 @@ impl Sky {
         }
         let mut sky = Sky {
             zkey,
-            zs,
+            hash,
             dead: Default::default(),
             gid,
             size,
@@ -384,8 +482,8 @@ impl Sky {
         self.off[b] = l;
 
         self.nstart[lo] -= 1;
-        self.zs[lo].0 ^= self.zkey[b].0;
-        self.zs[lo].1 ^= self.zkey[b].1;
+        self.hash.key_add(lo, self.zkey[b], true);
+        self.hash.raise(lo, hi, sz);
         for s in lo..hi {
             self.h[s] = l + sz;
             self.rem[s] -= sz;
@@ -400,6 +498,7 @@ impl Sky {
         for s in t0..tn {
             self.h[s] = r;
         }
+        self.hash.raise(t0, tn, r - l);
         self.trail.push(Op::Raise(t0 as u32, tn as u32, l));
     }
 
@@ -419,12 +518,14 @@ impl Sky {
                         self.cross[s] += 1;
                     }
                     self.nstart[lo] += 1;
-                    self.zs[lo].0 ^= self.zkey[b].0;
-                    self.zs[lo].1 ^= self.zkey[b].1;
+                    self.hash.key_add(lo, self.zkey[b], false);
+                    self.hash.raise(lo, hi, sz.wrapping_neg());
                     self.placed[b] = false;
                 }
                 Op::Raise(t0, tn, l) => {
-                    for s in t0 as usize..tn as usize {
+                    let (t0, tn) = (t0 as usize, tn as usize);
+                    self.hash.raise(t0, tn, l.wrapping_sub(self.h[t0]));
+                    for s in t0..tn {
                         self.h[s] = l;
                     }
                 }
@@ -647,16 +748,30 @@ impl Sky {
     }
 
     /// Hash of the state of component `[lo, hi)`: its bounds, floors and
-    /// unplaced buffers (via the per-section start keys).
+    /// unplaced buffers, in `O(log sections)` (see `StateHash`).
     fn state_hash(&self, lo: usize, hi: usize) -> u128 {
-        let mut a = (lo as u64) << 32 | hi as u64;
-        let mut b = a ^ 0x9e37_79b9_7f4a_7c15;
-        for s in lo..hi {
-            a = (a.rotate_left(5) ^ self.h[s] ^ self.zs[s].0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            b = (b.rotate_left(7).wrapping_add(self.h[s]) ^ self.zs[s].1)
-                .wrapping_mul(0xd6e8_feb8_6659_fd93);
+        let v = self.hash.range(lo, hi);
+        #[cfg(debug_assertions)]
+        {
+            let mut w = [0u64; 2];
+            for k in 0..2 {
+                for s in lo..hi {
+                    let salt = self.hash.pre[s + 1][k].wrapping_sub(self.hash.pre[s][k]);
+                    w[k] = w[k].wrapping_add(salt.wrapping_mul(self.h[s]));
+                }
+                for b in 0..self.size.len() {
+                    let a = self.span[b].0 as usize;
+                    if !self.placed[b] && (lo..hi).contains(&a) {
+                        w[k] = w[k].wrapping_add(self.zkey[b][k]);
+                    }
+                }
+            }
+            debug_assert_eq!(v, w, "incremental state hash of [{lo}, {hi})");
         }
-        (mix(a) as u128) << 64 | mix(b) as u128
+        let a = (lo as u64) << 32 | hi as u64;
+        let x = mix(v[0] ^ mix(a));
+        let y = mix(v[1].wrapping_add(mix(a ^ 0x9e37_79b9_7f4a_7c15)));
+        (x as u128) << 64 | y as u128
     }
 
     /// Branch at the well `[t0, pe)` of component `[lo, hi)`.
@@ -734,7 +849,8 @@ impl Sky {
         }
         let mark = self.trail.len();
         self.apply_raise(t0, tn, l, r);
-        if self.solve_parts(lo, hi) {
+        // A raise changes no `rem` or `cross`: the component stays whole.
+        if self.solve(lo, hi) {
             return true;
         }
         self.undo(mark);

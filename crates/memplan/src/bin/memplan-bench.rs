@@ -83,7 +83,17 @@ fn main() {
             );
         }
     }
-    // Synthetic: 100,000 random buffers through the greedy portfolio.
+    let skip = |name: &str| only.as_ref().is_some_and(|o| !name.starts_with(o.as_str()));
+    if !skip("random-100k") {
+        synthetic_random();
+    }
+    if !skip("training-like") {
+        synthetic_training();
+    }
+}
+
+/// Synthetic: 100,000 random buffers through the greedy portfolio.
+fn synthetic_random() {
     let p = cli::random_instance(100_000, 1);
     let t = Instant::now();
     let off = greedy::portfolio(&p);
@@ -101,7 +111,10 @@ fn main() {
         pk == lb,
         "-"
     );
-    // Synthetic: training-like workload, greedy ratio vs the 1% bound.
+}
+
+/// Synthetic: training-like workload, greedy ratio vs the 1% bound.
+fn synthetic_training() {
     let p = cli::training_like(30_000, 7);
     let t = Instant::now();
     let off = greedy::portfolio(&p);
