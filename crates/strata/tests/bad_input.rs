@@ -350,3 +350,55 @@ fn unsupported_conv_attributes_name_the_node() {
     );
     compile_fails("ceil", &pool, &["MaxPool_y", "ceil_mode"]);
 }
+
+/// A node output whose complete declaration (value_info or graph output)
+/// disagrees with what strata infers is an error naming the node and both
+/// types, not a program run at the wrong shape. The case that needs it: a
+/// strided pooling gradient sees only dY, and inputs of 9 and 10 both pool
+/// to 4 with a 3-wide window at stride 2.
+#[test]
+fn declared_output_shape_that_disagrees_is_an_error() {
+    use strata::testing::attr_ints;
+    let grad = |dx: &[i64]| {
+        model(
+            vec![node(
+                "AveragePoolGrad",
+                "com.microsoft",
+                &["dy"],
+                &["dx"],
+                vec![
+                    attr_ints("kernel_shape", &[3, 3]),
+                    attr_ints("strides", &[2, 2]),
+                ],
+            )],
+            vec![value("dy", 1, &[1, 1, 4, 4])],
+            vec![value("dx", 1, dx)],
+            vec![],
+        )
+    };
+    compile_fails(
+        "declared",
+        &grad(&[1, 1, 10, 10]),
+        &[
+            "AveragePoolGrad_dx",
+            "`dx`",
+            "float32[1, 1, 10, 10]",
+            "float32[1, 1, 9, 9]",
+        ],
+    );
+    // The size strata recovers, declared, compiles.
+    let d = tmp("declared-ok");
+    let f = d.join("model.onnx");
+    std::fs::write(&f, grad(&[1, 1, 9, 9])).unwrap();
+    let out = d.join("out");
+    let (code, err) = strata(&[
+        "compile",
+        f.to_str().unwrap(),
+        "--target",
+        "host",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -145,6 +145,29 @@ pub(crate) fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String
     Ok(TensorType::new(dtype, shape))
 }
 
+/// The type a value info declares, when it declares a complete one (element
+/// type and every dimension as a number); `None` for partial or symbolic
+/// declarations, which strata's own inference replaces.
+fn declared_type(v: &proto::ValueInfoProto) -> Option<TensorType> {
+    use proto::tensor_shape_proto::dimension::Value;
+    use proto::type_proto::Value as TV;
+    let Some(TV::TensorType(tt)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return None;
+    };
+    let dtype = DType::from_onnx(tt.elem_type)?;
+    let shape = tt
+        .shape
+        .as_ref()?
+        .dim
+        .iter()
+        .map(|d| match d.value {
+            Some(Value::DimValue(x)) if x >= 0 => Some(x as usize),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    Some(TensorType::new(dtype, shape))
+}
+
 /// Reject shapes whose byte size overflows or exceeds anything a device holds.
 fn checked_size(name: &str, shape: &[usize], dtype: DType) -> Result<usize, String> {
     const MAX_BYTES: usize = 1 << 40;
@@ -244,6 +267,32 @@ pub fn import_into(
         }
     }
 
+    // What the graph declares for its node outputs (value_info and graph
+    // outputs). Inference decides every type; a complete declaration that
+    // disagrees is an error, so a graph is never run with a shape its
+    // producer did not mean (e.g. a strided gradient whose input size the
+    // op cannot see). In-place outputs are exempt: they are their input's
+    // buffer whatever is declared (InPlaceAccumulatorV2's output is typed
+    // as ORT's BOOL[1] "updated" flag in the fixtures).
+    let declared: std::collections::HashMap<&str, TensorType> = gp
+        .value_info
+        .iter()
+        .chain(&gp.output)
+        .filter_map(|v| Some((v.name.as_str(), declared_type(v)?)))
+        .collect();
+    // Unit dimensions are not compared: the peer's kernel tests declare
+    // scalar results (a mean loss, a full reduction) as `[1]`.
+    let squeeze =
+        |t: &TensorType| -> Vec<usize> { t.shape.iter().copied().filter(|&d| d != 1).collect() };
+    let check_declared = |out: &str, ty: &TensorType| -> std::result::Result<(), String> {
+        match declared.get(out) {
+            Some(d) if d.dtype != ty.dtype || squeeze(d) != squeeze(ty) => Err(format!(
+                "output `{out}`: the graph declares {d}, the op's inputs give {ty}"
+            )),
+            _ => Ok(()),
+        }
+    };
+
     for (index, np) in gp.node.iter().enumerate() {
         let name = if np.name.is_empty() {
             format!("{}_{index}", np.op_type)
@@ -264,6 +313,7 @@ pub fn import_into(
             if g.find(out).is_some() {
                 return Err(nerr(format!("output `{out}` is already defined")));
             }
+            check_declared(out, &v.ty()).map_err(nerr)?;
             let id = g.add_tensor(out.clone(), v.ty(), TensorKind::Constant);
             g.constants.insert(id, v);
             continue;
@@ -325,6 +375,7 @@ pub fn import_into(
                 if g.find(o).is_some() {
                     return Err(nerr(format!("output `{o}` is already defined")));
                 }
+                check_declared(o, &v.ty()).map_err(nerr)?;
                 let id = g.add_tensor(o.clone(), v.ty(), TensorKind::Constant);
                 g.constants.insert(id, v);
             }
@@ -347,6 +398,13 @@ pub fn import_into(
                     types.len()
                 ))
             })?;
+            let in_place = op
+                .aliases()
+                .iter()
+                .any(|a| a.output == k && a.kind == crate::ops::AliasKind::InPlace);
+            if !in_place {
+                check_declared(o, &ty).map_err(nerr)?;
+            }
             let id = g.add_tensor(o.clone(), ty, TensorKind::Value);
             g.tensors[id.idx()].producer = Some(node_id);
             outs.push(Some(id));

@@ -228,7 +228,8 @@ pub fn out_extent(i: usize, k: usize, s: usize, p0: usize, p1: usize) -> Result<
 /// gradient ops that do not see their forward input. With stride s > 1,
 /// s input sizes give the same output; strata takes `o * s` when it is one
 /// of them (the input that a "same"-padded or halving window exactly
-/// covers), else the smallest.
+/// covers), else the smallest. A graph that declares another size for the
+/// gradient's output is rejected at import, naming both.
 pub fn in_extent(o: usize, k: usize, s: usize, p0: usize, p1: usize) -> Result<usize, OpError> {
     ensure!(o >= 1, "empty output axis");
     let full = (o - 1) * s + k;

@@ -5,7 +5,9 @@
 //!
 //! The gradient ops see only dY, so the input's spatial size is recovered
 //! from the window attributes ([`in_extent`]); GlobalAveragePoolGrad takes
-//! it from its `kernel_shape` attribute.
+//! it from its `kernel_shape` attribute. Where the graph declares dX
+//! completely and the recovered size differs, import fails (see
+//! `onnx::import_into`).
 
 use super::conv::{geom, in_extent, nchw, tap_out, Geom, Win2, Window};
 use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
