@@ -753,19 +753,20 @@ impl Sky {
         let v = self.hash.range(lo, hi);
         #[cfg(debug_assertions)]
         {
-            let mut w = [0u64; 2];
-            for k in 0..2 {
+            let w = [0, 1].map(|k| {
+                let mut w = 0u64;
                 for s in lo..hi {
                     let salt = self.hash.pre[s + 1][k].wrapping_sub(self.hash.pre[s][k]);
-                    w[k] = w[k].wrapping_add(salt.wrapping_mul(self.h[s]));
+                    w = w.wrapping_add(salt.wrapping_mul(self.h[s]));
                 }
                 for b in 0..self.size.len() {
                     let a = self.span[b].0 as usize;
                     if !self.placed[b] && (lo..hi).contains(&a) {
-                        w[k] = w[k].wrapping_add(self.zkey[b][k]);
+                        w = w.wrapping_add(self.zkey[b][k]);
                     }
                 }
-            }
+                w
+            });
             debug_assert_eq!(v, w, "incremental state hash of [{lo}, {hi})");
         }
         let a = (lo as u64) << 32 | hi as u64;

@@ -14,8 +14,6 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The shared fixtures directory, or `None` (with a message) when absent.
-
 /// Tolerance of interpreter vs compiled C: same kernels, same accumulation order.
 const ENGINES_AGREE: f32 = 1e-6;
 
