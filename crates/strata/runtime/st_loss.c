@@ -14,20 +14,21 @@ static void st_log_softmax_row(const float *x, float *out, int c) {
     for (int j = 0; j < c; j++) out[j] = x[j] - m - ls;
 }
 
-/* Row weight (0 for an ignored row) and the mean's denominator. */
-static float st_row_weight(const void *labels, int i32, const float *weight, long long ignore, int i) {
+/* Row weight (0 for an ignored row; 0 and a fault for a label outside
+ * [0, c)) and the mean's denominator. */
+static float st_row_weight(const void *labels, int i32, const float *weight, long long ignore, int c, int i) {
     long long l = st_label(labels, i32, i);
     if (l == ignore) return 0.0f;
+    if (l < 0 || l >= c) {
+        st_fault(ST_FAULT_LABEL);
+        return 0.0f;
+    }
     return weight ? weight[l] : 1.0f;
 }
 
-static float st_weight_total(const void *labels, int i32, const float *weight, long long ignore, int b) {
+static float st_weight_total(const void *labels, int i32, const float *weight, long long ignore, int c, int b) {
     float t = 0.0f;
-    for (int i = 0; i < b; i++) {
-        long long l = st_label(labels, i32, i);
-        if (l == ignore) continue;
-        t += weight ? weight[l] : 1.0f;
-    }
+    for (int i = 0; i < b; i++) t += st_row_weight(labels, i32, weight, ignore, c, i);
     return t;
 }
 
@@ -40,7 +41,7 @@ void st_sce_loss(void *args) {
         float row[a->c];
         float *lp = a->logp ? a->logp + (size_t)i * a->c : row;
         st_log_softmax_row(a->x + (size_t)i * a->c, lp, a->c);
-        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, i);
+        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, i);
         float per = w == 0.0f ? 0.0f : -w * lp[st_label(a->labels, a->label_i32, i)];
         if (a->reduction == 0) {
             if (a->loss) a->loss[i] = per;
@@ -49,19 +50,19 @@ void st_sce_loss(void *args) {
         }
     }
     if (a->reduction != 0 && a->loss) {
-        if (a->reduction == 2) acc /= st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->b);
+        if (a->reduction == 2) acc /= st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, a->b);
         a->loss[0] = acc;
     }
 }
 
 void st_sce_loss_grad(void *args) {
     const st_sce_loss_grad_args *a = (const st_sce_loss_grad_args *)args;
-    float total = st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->b);
+    float total = st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, a->b);
     size_t lo, hi;
     st_split((size_t)a->b, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         float d = a->dy ? (a->reduction == 0 ? a->dy[i] : a->dy[0]) : 1.0f;
-        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, (int)i);
+        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, (int)i);
         float scale = a->reduction == 2 ? d * w / total : d * w;
         long long l = st_label(a->labels, a->label_i32, (int)i);
         for (int j = 0; j < a->c; j++) {

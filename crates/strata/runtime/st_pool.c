@@ -45,7 +45,10 @@ void st_maxpool_grad(void *args) {
         for (size_t i = first; i < last; i++) a->dx[i] = 0.0f;
         for (size_t o = p * out_plane; o < (p + 1) * out_plane; o++) {
             int64_t at = a->idx[o];
-            if (at < 0 || (size_t)at < first || (size_t)at >= last) continue;
+            if (at < 0 || (size_t)at < first || (size_t)at >= last) {
+                st_fault(ST_FAULT_INDEX);
+                continue;
+            }
             a->dx[at] += a->dy[o];
         }
     }

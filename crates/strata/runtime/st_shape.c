@@ -37,6 +37,7 @@ void st_gather(void *args) {
         int64_t v = g->idx[j];
         if (v < 0) v += g->d;
         if (v < 0 || v >= g->d) {
+            st_fault(ST_FAULT_INDEX);
             memset((uint8_t *)g->y + o * (size_t)g->esize, 0, (size_t)g->esize);
             continue;
         }

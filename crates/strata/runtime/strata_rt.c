@@ -1,5 +1,16 @@
 #include "strata_rt.h"
 
+volatile int st_fault_code;
+
+const char *st_fault_name(int code) {
+    switch (code) {
+    case 0: return "no fault";
+    case ST_FAULT_INDEX: return "index out of range (Gather, MaxPoolGrad)";
+    case ST_FAULT_LABEL: return "loss label out of range";
+    default: return "unknown fault";
+    }
+}
+
 #ifdef ST_TARGET_PULP
 #include "pmsis.h"
 int st_core_id(void) { return pi_core_id(); }

@@ -18,6 +18,20 @@
 
 #define ST_NO_IGNORE (-0x7fffffffffffffffLL - 1)
 
+/* Run-time faults. A kernel that meets run-time data it cannot process (an
+ * index or a class label out of range) records the first fault here, skips
+ * that element (reads nothing out of bounds) and goes on; the results of
+ * that step are unspecified. The caller checks st_fault_code after a step;
+ * 0: no fault. */
+#define ST_FAULT_INDEX 1 /* Gather, MaxPoolGrad: index out of range */
+#define ST_FAULT_LABEL 2 /* a loss: label out of range and not ignore_index */
+extern volatile int st_fault_code;
+static inline void st_fault(int code) {
+    if (!st_fault_code) st_fault_code = code;
+}
+/* What a fault code means, for messages. */
+const char *st_fault_name(int code);
+
 typedef void (*st_task_fn)(void *args);
 
 /* Id of the calling core, 0 .. ST_NUM_CORES-1. */

@@ -121,6 +121,27 @@ pub fn single_node(
 /// Run a graph once through the interpreter and through compiled C with
 /// `inputs` (one per graph input, in order). Returns the outputs of both.
 pub fn run_both(graph: Graph, inputs: Vec<Tensor>) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+    let f = one_step(graph, inputs)?;
+    let interp = fixture::run_interp(&f)?;
+    Ok((interp.tensors, run_fixture_c(&f)?))
+}
+
+/// Run a graph once through compiled C alone (for run-time faults the
+/// interpreter reports before C would run).
+pub fn run_c(graph: Graph, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    run_fixture_c(&one_step(graph, inputs)?)
+}
+
+fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
+    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let dir = std::env::temp_dir().join(format!("strata-test-{}-{}", std::process::id(), unique()));
+    let r = crate::codegen::harness::run(f, &plan, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(r?.0.tensors)
+}
+
+/// A one-step kernel fixture of `graph` over `inputs`.
+fn one_step(graph: Graph, inputs: Vec<Tensor>) -> Result<Fixture> {
     let program = Program::single(graph)?;
     let g = &program.graph;
     let ref_tensors = g
@@ -140,12 +161,7 @@ pub fn run_both(graph: Graph, inputs: Vec<Tensor>) -> Result<(Vec<Tensor>, Vec<T
         ref_tensors,
         tolerance: Tolerance::KERNEL,
     };
-    let interp = fixture::run_interp(&f)?;
-    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
-    let dir = std::env::temp_dir().join(format!("strata-test-{}-{}", std::process::id(), unique()));
-    let (c, _, _) = crate::codegen::harness::run(&f, &plan, &dir)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok((interp.tensors, c.tensors))
+    Ok(f)
 }
 
 fn unique() -> u64 {

@@ -499,3 +499,38 @@ fn softmax_semantics_follow_the_opset() {
         );
     }
 }
+
+/// A label outside `[0, classes)` that is not `ignore_index`: the
+/// reference kernels report it; the compiled C reads no weight or
+/// log-probability out of bounds, raises `st_fault_code` and the harness
+/// stops with an error naming the fault.
+#[test]
+fn cross_entropy_label_out_of_range_faults_in_c() {
+    use strata::testing::run_c;
+    let g = || {
+        single_node(
+            "",
+            "SoftmaxCrossEntropyLoss",
+            &[],
+            vec![
+                In::Data(TensorType::f32(vec![2, 3])),
+                In::Data(TensorType::new(strata::tensor::DType::I64, vec![2])),
+            ],
+            &[true, true],
+        )
+        .unwrap()
+    };
+    let x = Tensor::f32(vec![2, 3], vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+    for bad in [vec![0, 3], vec![-1, 0]] {
+        let l = Tensor::i64(vec![2], bad.clone());
+        let e = run_both(g(), vec![x.clone(), l.clone()]).unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{bad:?}: {e}");
+        let e = run_c(g(), vec![x.clone(), l]).unwrap_err().to_string();
+        assert!(
+            e.contains("faulted") && e.contains("loss label out of range"),
+            "{bad:?}: {e}"
+        );
+    }
+    let (i, c) = run_both(g(), vec![x, Tensor::i64(vec![2], vec![2, 0])]).unwrap();
+    assert!(max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= 1e-6);
+}

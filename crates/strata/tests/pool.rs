@@ -416,3 +416,44 @@ fn unsupported_attributes_are_rejected() {
     let e = parse_err(MS, "GlobalAveragePoolGrad", &[]);
     assert!(e.contains("kernel_shape"), "{e}");
 }
+
+/// MaxPoolGrad indices from a graph input that leave their (n, c) plane:
+/// the reference kernel reports them, the C kernel writes nothing out of
+/// bounds and raises `st_fault_code`, and the harness stops with an error.
+#[test]
+fn maxpool_grad_index_out_of_plane_faults_in_c() {
+    use strata::tensor::{DType, TensorType};
+    use strata::testing::run_c;
+    let g = || {
+        single_node(
+            MS,
+            "MaxPoolGrad",
+            &[
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+            ],
+            vec![
+                In::Data(TensorType::f32(vec![1, 2, 1, 1])),
+                In::Data(TensorType::new(DType::I64, vec![1, 2, 1, 1])),
+            ],
+            &[true],
+        )
+        .unwrap()
+    };
+    let dy = Tensor::f32(vec![1, 2, 1, 1], vec![10., 20.]);
+    // Plane 1 holds indices 4..8; 2 belongs to plane 0.
+    let bad = Tensor::i64(vec![1, 2, 1, 1], vec![3, 2]);
+    let e = run_both(g(), vec![dy.clone(), bad.clone()]).unwrap_err();
+    assert!(
+        e.to_string().contains("out of range of its plane [4, 8)"),
+        "{e}"
+    );
+    let e = run_c(g(), vec![dy.clone(), bad]).unwrap_err().to_string();
+    assert!(
+        e.contains("faulted") && e.contains("index out of range"),
+        "{e}"
+    );
+    let (i, c) = run_both(g(), vec![dy, Tensor::i64(vec![1, 2, 1, 1], vec![3, 6])]).unwrap();
+    assert_eq!(i[0].as_f32(), &[0., 0., 0., 10., 0., 0., 20., 0.]);
+    assert!(max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= ENGINES_AGREE);
+}

@@ -377,3 +377,36 @@ fn pad_random_modes() {
     let e = eval("Pad", &[attr_s("mode", "wrap")], vec![x], 1).unwrap_err();
     assert!(e.contains("unsupported") && e.contains("wrap"), "{e}");
 }
+
+/// A run-time index out of range: the reference kernel reports it, and the
+/// compiled C reads nothing out of bounds, raises `st_fault_code` and the
+/// harness stops with an error naming the fault and the step.
+#[test]
+fn gather_runtime_index_out_of_range_faults_in_c() {
+    use strata::testing::run_c;
+    let g = || {
+        single_node(
+            "",
+            "Gather",
+            &[],
+            vec![
+                In::Data(TensorType::f32(vec![3, 2])),
+                In::Data(TensorType::new(strata::tensor::DType::I64, vec![2])),
+            ],
+            &[true],
+        )
+        .unwrap()
+    };
+    let x = Tensor::f32(vec![3, 2], vec![0., 1., 2., 3., 4., 5.]);
+    let bad = Tensor::i64(vec![2], vec![1, 3]);
+    let e = run_both(g(), vec![x.clone(), bad.clone()]).unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
+    let e = run_c(g(), vec![x.clone(), bad]).unwrap_err().to_string();
+    assert!(
+        e.contains("faulted") && e.contains("index out of range (Gather") && e.contains("step 0"),
+        "{e}"
+    );
+    // In range (a negative index counts from the end): no fault.
+    let y = run_c(g(), vec![x, Tensor::i64(vec![2], vec![2, -3])]).unwrap();
+    assert_eq!(y[0].as_f32(), &[4., 5., 0., 1.]);
+}

@@ -145,6 +145,7 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
         .unwrap();
     }
     writeln!(s, "        st_train_step();").unwrap();
+    fault_check(&mut s, "training");
     if let Some(l) = p.loss {
         let lexpr = tensor_expr(p, plan, l);
         writeln!(s, "        float loss = {lexpr}[0];").unwrap();
@@ -162,6 +163,7 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
             "        if ((b + 1) % N_ACCUM == 0) st_optimizer_step();"
         )
         .unwrap();
+        fault_check(&mut s, "optimizer");
     }
     writeln!(s, "    }}").unwrap();
     for (k, (name, t, v)) in f.ref_tensors.iter().enumerate() {
@@ -184,6 +186,16 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     s
 }
 
+/// After a step: on a run-time fault, say which and where, remove the
+/// results file (nothing partial left looking complete) and exit 3.
+fn fault_check(s: &mut String, step: &str) {
+    writeln!(
+        s,
+        "        if (st_fault_code) {{\n            printf(\"FAULT {step} step %d: %s\\n\", b, st_fault_name(st_fault_code));\n            if (res) {{ fclose(res); remove(argv[1]); }}\n            return 3;\n        }}"
+    )
+    .unwrap();
+}
+
 /// Emit, build and run the fixture's C; read back its results.
 pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, String, bool)> {
     let sources = write_project(dir, &f.program, plan, Some(&emit(f, plan)))?;
@@ -200,6 +212,13 @@ pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, Strin
             "{} was killed by a signal:\n{stdout}{}",
             exe.display(),
             String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    if let Some(line) = stdout.lines().find(|l| l.starts_with("FAULT ")) {
+        return Err(Error::Backend(format!(
+            "the compiled program faulted ({}): {}",
+            exe.display(),
+            &line["FAULT ".len()..]
         )));
     }
     let bytes = std::fs::read(&res_path).map_err(|e| Error::io(&res_path, e))?;

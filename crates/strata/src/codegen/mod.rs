@@ -119,7 +119,7 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan) -> Result<(String, String)> {
     writeln!(h, "#define ST_L2_BYTES {}", plan.arena_bytes.max(1)).unwrap();
     writeln!(h, "extern uint8_t st_l2[ST_L2_BYTES];").unwrap();
     writeln!(h, "/* Put persistent state that has a built-in initial value in place. */\nvoid st_model_init(void);").unwrap();
-    writeln!(h, "/* One training step over the mini-batch in the data inputs. */\nvoid st_train_step(void);").unwrap();
+    writeln!(h, "/* One training step over the mini-batch in the data inputs. After a step,\n * st_fault_code != 0 means a kernel met run-time data it cannot process (an\n * index or label out of range; see strata_rt.h): that step's results are\n * unspecified. */\nvoid st_train_step(void);").unwrap();
     writeln!(h, "/* The optimizer: updates the weights in place from the accumulators. */\nvoid st_optimizer_step(void);\n").unwrap();
     writeln!(h, "/* Program tensors in the arena (byte offsets). */").unwrap();
     let mut io: Vec<TensorId> = p

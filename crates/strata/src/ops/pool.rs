@@ -344,7 +344,21 @@ impl Op for PoolGrad {
         let dy = arg(inputs, 0)?;
         let g = grad_geom(&self.win, &dy.shape)?;
         let dx = match self.kind {
-            PoolKind::Max => maxpool_grad(&g, dy.as_f32(), &arg(inputs, 1)?.to_i64()),
+            PoolKind::Max => {
+                let idx = arg(inputs, 1)?.to_i64();
+                // MaxPool's indices point into their own (n, c) plane.
+                let (inp, outp) = (g.h * g.w, g.oh * g.ow);
+                for (o, &at) in idx.iter().enumerate() {
+                    let p = o / outp.max(1);
+                    ensure!(
+                        at >= 0 && (p * inp..(p + 1) * inp).contains(&(at as usize)),
+                        "MaxPoolGrad: index {at} at position {o} is out of range of its plane [{}, {})",
+                        p * inp,
+                        (p + 1) * inp
+                    );
+                }
+                maxpool_grad(&g, dy.as_f32(), &idx)
+            }
             PoolKind::Avg { include_pad } => avgpool_grad(&g, dy.as_f32(), include_pad),
         };
         Ok(vec![Tensor::f32(g.x_shape(), dx)])

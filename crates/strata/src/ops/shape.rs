@@ -571,8 +571,9 @@ impl Op for Split {
 // ---------------------------------------------------------------- Gather
 
 /// Gather along `axis`; indices int64 (constant or runtime; negative count
-/// from the end). Out-of-range runtime indices read 0 in C; the reference
-/// kernel reports them.
+/// from the end). The reference kernel reports an out-of-range index; the C
+/// kernel writes 0 there, reads nothing out of bounds and raises
+/// `ST_FAULT_INDEX` (see `runtime/strata_rt.h`).
 #[derive(Debug)]
 pub struct Gather {
     pub axis: i64,
