@@ -667,7 +667,8 @@ fn run_skyline_one(
     gen.halt = sh.map(|s| s.halt.clone());
     let mut grun = 0u32;
     // First aim straight at the goal (usually the lower bound) with a small
-    // budget: the cap then prunes hardest, and a hit is optimal at once.
+    // budget (about one dive, `PRE_PER_BUFFER`): the cap then prunes
+    // hardest, and a hit is optimal at once.
     if cap > goal {
         let mut hit = None;
         'pre: for k in 0..2 {
