@@ -8,8 +8,8 @@ For each small model (mlp, cnn, vit) this script
 
 1. builds the forward ONNX model with onnx.helper, initial weights as
    initializers drawn from a fixed seed;
-2. calls onnxruntime.training.artifacts.generate_artifacts with SGD and a
-   loss, which writes training_model.onnx, eval_model.onnx,
+2. calls onnxruntime.training.artifacts.generate_artifacts with SGD (AdamW
+   for mlp_adamw) and a loss, which writes training_model.onnx, eval_model.onnx,
    optimizer_model.onnx and checkpoint;
 3. trains with ONNX Runtime's C++ training API (CheckpointState, Module,
    Optimizer) for N_BATCHES mini-batches, accumulating gradients over
@@ -216,7 +216,14 @@ def vit(rng):
     return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
 
 
-MODELS = {"mlp": (mlp, 1), "cnn": (cnn, 2), "vit": (vit, 3)}
+# name: (builder, seed, optimizer). mlp_adamw is mlp under ORT's AdamW
+# (AdamWOptimizer over sequences, moments as optimizer state).
+MODELS = {
+    "mlp": (mlp, 1, "SGD"),
+    "cnn": (cnn, 2, "SGD"),
+    "vit": (vit, 3, "SGD"),
+    "mlp_adamw": (mlp, 4, "AdamW"),
+}
 
 
 # --------------------------------------------------------------------------
@@ -233,7 +240,7 @@ def savez(path: Path, arrays: dict):
 
 
 def generate(name: str):
-    build, seed = MODELS[name]
+    build, seed, optim = MODELS[name]
     rng = np.random.default_rng(20240700 + seed)
     model, trainable, frozen, loss, batch = build(rng)
     initial = {i.name: numpy_helper.to_array(i).copy() for i in model.graph.initializer}
@@ -249,7 +256,7 @@ def generate(name: str):
             requires_grad=trainable,
             frozen_params=frozen,
             loss=loss,
-            optimizer=artifacts.OptimType.SGD,
+            optimizer=getattr(artifacts.OptimType, optim),
             artifact_directory=str(art),
         )
         for f in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):

@@ -295,9 +295,119 @@ pub fn is_ort_optimizer(m: &onnx::Model) -> bool {
     })
 }
 
+enum LowerErr {
+    Graph(String),
+    Node(String),
+}
+
+/// A constant of zeros named `name`, which an in-place op then turns into
+/// persistent state (initial value zero).
+fn zeros_state(
+    g: &mut Graph,
+    name: &str,
+    ty: crate::tensor::TensorType,
+) -> Result<TensorId, LowerErr> {
+    if g.find(name).is_some() {
+        return Err(LowerErr::Graph(format!("`{name}` is already defined")));
+    }
+    let id = g.add_tensor(name.to_string(), ty.clone(), TensorKind::Constant);
+    g.constants.insert(id, Tensor::zeros(&ty));
+    Ok(id)
+}
+
+/// Append a node of strata's own domain producing fresh values `outs`.
+fn push_node(
+    g: &mut Graph,
+    name: String,
+    op_type: &str,
+    op: Box<dyn crate::ops::Op>,
+    inputs: Vec<TensorId>,
+    outs: &[(String, crate::tensor::TensorType)],
+) -> Result<Vec<TensorId>, LowerErr> {
+    let node_id = crate::ir::NodeId(g.nodes.len() as u32);
+    let mut ids = Vec::new();
+    for (o, ty) in outs {
+        if g.find(o).is_some() {
+            return Err(LowerErr::Graph(format!("`{o}` is already defined")));
+        }
+        let id = g.add_tensor(o.clone(), ty.clone(), TensorKind::Value);
+        g.tensors[id.idx()].producer = Some(node_id);
+        ids.push(id);
+    }
+    g.nodes.push(crate::ir::Node {
+        name,
+        domain: crate::ops::STRATA.to_string(),
+        op_type: op_type.to_string(),
+        op,
+        inputs: inputs.into_iter().map(Some).collect(),
+        outputs: ids.iter().map(|&i| Some(i)).collect(),
+    });
+    Ok(ids)
+}
+
+/// The AdamW half of [`lower_ort_optimizer`]: ONNX Runtime feeds
+/// `AdamWOptimizer` its step count plus one and keeps both moments per
+/// parameter as optimizer state, zero at the start. strata makes all three
+/// persistent state of the program: a step counter (int64, 0) that one
+/// `StepCount` node increments in place before the updates, and per
+/// parameter two zero moments that its `AdamW` node updates in place with
+/// the parameter.
+fn lower_adamw(
+    g: &mut Graph,
+    op: &crate::ops::train::AdamW,
+    nname: &str,
+    pairs: Vec<(TensorId, TensorId)>,
+    lr: TensorId,
+    step_name: Option<&String>,
+    step_vi: Option<&onnx::proto::ValueInfoProto>,
+) -> Result<(), LowerErr> {
+    let step_name = step_name.ok_or_else(|| LowerErr::Node("has no `step` input".into()))?;
+    let vi = step_vi.ok_or_else(|| {
+        LowerErr::Node(format!(
+            "step `{step_name}` is not a graph input of the optimizer"
+        ))
+    })?;
+    let sty = onnx::value_type(vi).map_err(LowerErr::Node)?;
+    if sty.dtype != crate::tensor::DType::I64 || sty.numel() != 1 {
+        return Err(LowerErr::Node(format!(
+            "step `{step_name}` is {sty}, expected one int64 element"
+        )));
+    }
+    let step = zeros_state(g, step_name, sty.clone())?;
+    let step_next = push_node(
+        g,
+        format!("{nname}/step"),
+        "StepCount",
+        Box::new(crate::ops::train::StepCount),
+        vec![step],
+        &[(format!("{step_name}.next"), sty)],
+    )?[0];
+    for (w, acc) in pairs {
+        let param = g.name(w).to_string();
+        let ty = g.ty(w).clone();
+        let m1 = zeros_state(g, &format!("{param}.adamw.m1"), ty.clone())?;
+        let m2 = zeros_state(g, &format!("{param}.adamw.m2"), ty.clone())?;
+        push_node(
+            g,
+            format!("{nname}/{param}"),
+            "AdamW",
+            Box::new(op.clone()),
+            vec![w, acc, m1, m2, lr, step_next],
+            &[
+                (format!("{param}.adamw_updated"), ty.clone()),
+                (format!("{param}.adamw.m1_updated"), ty.clone()),
+                (format!("{param}.adamw.m2_updated"), ty),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 /// Lower ONNX Runtime's `SGDOptimizerV2(learning_rate, params: seq<tensor>,
 /// gradients: seq<tensor>)` into one in-place SGD update per trainable
-/// parameter of the training graph already in `g`.
+/// parameter of the training graph already in `g`, and
+/// `AdamWOptimizer(learning_rate, step, params, gradients, m1, m2)` into
+/// one in-place AdamW per parameter (see [`lower_adamw`]).
 ///
 /// The sequences carry no names: ORT's `Optimizer` fills `params[i]` and
 /// `gradients[i]` from the same checkpoint parameter (its own map order), so
@@ -324,7 +434,7 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
         .collect();
     let [n] = opt_nodes.as_slice() else {
         return Err(gerr(format!(
-            "an ONNX Runtime optimizer graph must hold exactly one {ORT_SGD} node, found {} optimizer nodes",
+            "an ONNX Runtime optimizer graph must hold exactly one {ORT_SGD} or {ORT_ADAMW} node, found {} optimizer nodes",
             opt_nodes.len()
         )));
     };
@@ -340,17 +450,25 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
     };
     if let Some(other) = gp.node.iter().find(|o| !std::ptr::eq(*o, *n)) {
         return Err(gerr(format!(
-            "node `{}` ({}) beside the optimizer: strata lowers a lone {ORT_SGD}",
+            "node `{}` ({}) beside the optimizer: strata lowers a lone {ORT_SGD} or {ORT_ADAMW}",
             other.name, other.op_type
         )));
     }
-    if n.op_type == ORT_ADAMW {
-        return Err(nerr(
-            "AdamW is not supported yet: strata lowers only SGDOptimizerV2 (AdamW's moments would have to become persistent state)".into(),
-        ));
-    }
+    let adamw = n.op_type == ORT_ADAMW;
+    // Input positions: SGDOptimizerV2(lr, params, gradients, update_signal?);
+    // AdamWOptimizer(lr, step, params, gradients, m1, m2, update_signal?).
+    let seqs: &[(usize, &str)] = if adamw {
+        &[
+            (2, "params"),
+            (3, "gradients"),
+            (4, "first_order_moments"),
+            (5, "second_order_moments"),
+        ]
+    } else {
+        &[(1, "params"), (2, "gradients")]
+    };
     let arg = |k: usize| n.input.get(k).filter(|s| !s.is_empty());
-    if arg(3).is_some() {
+    if arg(if adamw { 6 } else { 3 }).is_some() {
         return Err(nerr(
             "update_signal is not supported: the lowered updates always run".into(),
         ));
@@ -368,8 +486,8 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
             "learning rate `{lr_name}` is {lr_ty}, expected one float32 element"
         )));
     }
-    // params / gradients: float tensor sequences.
-    for (k, what) in [(1, "params"), (2, "gradients")] {
+    // params / gradients (/ moments): float tensor sequences.
+    for &(k, what) in seqs {
         let name = arg(k).ok_or_else(|| nerr(format!("has no `{what}` input")))?;
         let vi = input(name).ok_or_else(|| {
             nerr(format!(
@@ -429,6 +547,16 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
     }
     let lr = g.add_tensor(lr_name.clone(), lr_ty, TensorKind::Input);
     g.inputs.push(lr);
+    if adamw {
+        let op = crate::ops::train::AdamW::from_attrs(&crate::ops::Attrs::new(&n.attribute))
+            .map_err(|e| nerr(e.0))?;
+        let step_vi = arg(1).and_then(|s| input(s));
+        lower_adamw(g, &op, &nname, pairs, lr, arg(1), step_vi).map_err(|e| match e {
+            LowerErr::Graph(m) => gerr(m),
+            LowerErr::Node(m) => nerr(m),
+        })?;
+        return Ok(lr);
+    }
     for (w, acc) in pairs {
         let param = g.name(w).to_string();
         let out_name = format!("{param}.sgd_updated");

@@ -2,7 +2,9 @@
 //! `examples/gen_ort.py` with onnxruntime-training 1.19.2): each model trains
 //! in both engines within 1e-4 of ONNX Runtime's own training run, the
 //! engines agree within 1e-6, the plan sits at its lower bound; the sequence
-//! optimizer is lowered to one in-place update per parameter; bad optimizer
+//! optimizers (SGD, and AdamW in `mlp_adamw`) are lowered to one in-place
+//! update per parameter, AdamW's step and moments to persistent state; the
+//! AdamW kernel against an f64 transcription of ONNX Runtime's; bad optimizer
 //! graphs and data are rejected clearly. Also the ops of `ops/ort.rs`
 //! (Expand, Scale, Size, Sum, FusedMatMul): C kernel vs reference kernel on
 //! random problems (<= 1e-6), reference kernels vs independent f64
@@ -17,7 +19,11 @@ use strata::program::{Program, Role};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
 use strata::testing::{attr_f, attr_i, run_both, single_node, In, Rng};
 
+/// The examples trained with ONNX Runtime's SGD.
 const MODELS: [&str; 3] = ["mlp", "cnn", "vit"];
+/// Every example: the SGD ones and `mlp_adamw` (AdamW, both moments and the
+/// step count as optimizer state).
+const ALL_MODELS: [&str; 4] = ["mlp", "cnn", "vit", "mlp_adamw"];
 /// Interpreter vs compiled C.
 const ENGINES_AGREE: f32 = 1e-6;
 
@@ -39,7 +45,7 @@ fn tmpdir(tag: &str) -> PathBuf {
 #[test]
 fn ort_examples_train_like_onnx_runtime_in_both_engines() {
     let reg = Registry::standard();
-    for m in MODELS {
+    for m in ALL_MODELS {
         let dir = example(m);
         let i = driver::check(&dir, Engine::Interp, u64::MAX / 4, None, &reg).unwrap();
         let c = driver::check(&dir, Engine::C, u64::MAX / 4, None, &reg).unwrap();
@@ -187,7 +193,16 @@ fn learning_rate_is_read_at_run_time() {
 // ---------------------------------------------------------------- bad input
 
 fn with_optimizer(tag: &str, edit: impl FnOnce(&mut strata::onnx::proto::ModelProto)) -> PathBuf {
-    let src = example("mlp");
+    with_optimizer_of("mlp", tag, edit)
+}
+
+/// A copy of example `m` with its optimizer graph edited.
+fn with_optimizer_of(
+    m: &str,
+    tag: &str,
+    edit: impl FnOnce(&mut strata::onnx::proto::ModelProto),
+) -> PathBuf {
+    let src = example(m);
     let d = tmpdir(tag);
     for f in ["training_model.onnx", "data.npz", "reference.npz"] {
         std::fs::copy(src.join(f), d.join(f)).unwrap();
@@ -246,12 +261,13 @@ fn optimizer_that_does_not_match_the_training_model_is_rejected() {
     let e = load_err(&d2);
     assert!(e.contains("not a sequence of float32 tensors"), "{e}");
 
-    // AdamW: named, and said to be unsupported.
-    let d3 = with_optimizer("adamw", |m| {
-        m.graph.as_mut().unwrap().node[0].op_type = "AdamWOptimizer".into();
+    // An update signal: the lowered updates always run, so it is refused,
+    // naming the node.
+    let d3 = with_optimizer("signal", |m| {
+        m.graph.as_mut().unwrap().node[0].input.push("step".into());
     });
     let e = load_err(&d3);
-    assert!(e.contains("AdamW is not supported yet"), "{e}");
+    assert!(e.contains("update_signal is not supported"), "{e}");
     assert!(e.contains("SGDOptimizerV2::"), "names the node: {e}");
 
     // The learning rate must be one float.
@@ -608,4 +624,171 @@ fn fused_matmul_random_and_by_hand() {
     )
     .unwrap_err();
     assert!(e.contains("unsupported: FusedMatMul transBatchA"), "{e}");
+}
+
+// ---------------------------------------------------------------- AdamW
+
+#[test]
+fn adamw_optimizer_becomes_state_and_one_update_per_parameter() {
+    let reg = Registry::standard();
+    let dir = example("mlp_adamw");
+    let p = Program::training(
+        &dir.join("training_model.onnx"),
+        Some(&dir.join("optimizer_model.onnx")),
+        &reg,
+    )
+    .unwrap();
+    let g = &p.graph;
+    let opt: Vec<_> = g.nodes[p.train_end..].iter().collect();
+    // One step count, then one AdamW per parameter.
+    assert_eq!(opt.len(), 1 + p.weights.len());
+    assert_eq!(opt[0].op_type, "StepCount");
+    let step = opt[0].inputs[0].unwrap();
+    assert_eq!(g.name(step), "step");
+    assert_eq!(p.role(step), Role::State);
+    assert_eq!(p.state_init[&step].to_i64(), vec![0]);
+    let plan = driver::plan_program(&p, u64::MAX / 4).unwrap();
+    for (n, w) in opt[1..].iter().zip(&p.weights) {
+        assert_eq!(n.op_type, "AdamW");
+        let ins: Vec<_> = n.inputs.iter().map(|i| i.unwrap()).collect();
+        assert_eq!(ins[0], *w);
+        assert_eq!(p.role(ins[1]), Role::Accumulator);
+        for k in [2, 3] {
+            assert_eq!(p.role(ins[k]), Role::State, "moments are state");
+            assert!(p.state_init[&ins[k]].as_f32().iter().all(|&v| v == 0.0));
+        }
+        assert_eq!(ins[5], opt[0].outputs[0].unwrap(), "reads the counted step");
+        // In place: parameter and moments keep their storage.
+        for (o, i) in [(0, 0), (1, 2), (2, 3)] {
+            let out = n.outputs[o].unwrap();
+            assert_eq!(plan.offset(out), plan.offset(ins[i]));
+        }
+    }
+    // Bad attributes and step inputs name the node.
+    let d = with_optimizer_of("mlp_adamw", "adam-mode", |m| {
+        let n = &mut m.graph.as_mut().unwrap().node[0];
+        n.attribute.retain(|a| a.name != "adam_mode");
+        n.attribute.push(attr_i("adam_mode", 2));
+    });
+    let e = load_err(&d);
+    assert!(
+        e.contains("AdamWOptimizer") && e.contains("adam_mode 2"),
+        "{e}"
+    );
+    let d2 = with_optimizer_of("mlp_adamw", "step-float", |m| {
+        let g = m.graph.as_mut().unwrap();
+        g.node[0].input[1] = "learning_rate".into();
+    });
+    let e = load_err(&d2);
+    assert!(e.contains("expected one int64 element"), "{e}");
+    for d in [d, d2] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// ONNX Runtime's CPU AdamW in f64, transcribed from its formulas (the
+/// bias corrections as ORT computes them, in f32 from an f64 power).
+fn adamw64(
+    w: &[f32],
+    g: &[f32],
+    m1: &[f32],
+    m2: &[f32],
+    lr: f64,
+    step: i64,
+    (alpha, beta, eps, wd): (f64, f64, f64, f64),
+    mode: i64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let ac = (1.0 - alpha.powi(step as i32)) as f32 as f64;
+    let bc = (1.0 - beta.powi(step as i32)) as f32 as f64;
+    let (mut wo, mut m1o, mut m2o) = (vec![], vec![], vec![]);
+    for i in 0..w.len() {
+        let (mut x, d) = (w[i] as f64, g[i] as f64);
+        let a = alpha * m1[i] as f64 + (1.0 - alpha) * d;
+        let b = beta * m2[i] as f64 + (1.0 - beta) * d * d;
+        if mode == 0 {
+            x -= x * lr * wd;
+            x -= lr * a / (ac * ((b / bc).sqrt() + eps));
+        } else {
+            x -= lr * bc.sqrt() / ac * a / (b.sqrt() + eps);
+            x -= lr * wd * x;
+        }
+        wo.push(x);
+        m1o.push(a);
+        m2o.push(b);
+    }
+    (wo, m1o, m2o)
+}
+
+#[test]
+fn adamw_kernels_match_f64_and_c_matches_reference() {
+    use strata::onnx::proto::AttributeProto;
+    use strata::ops::STRATA;
+    use strata::tensor::DType;
+    let mut r = Rng(0xada_3);
+    for case in 0..8 {
+        let mode = case % 2;
+        let n = 1 + r.below(40);
+        let w = r.tensor(&[n]);
+        let g = r.tensor(&[n]);
+        let m1 = r.tensor(&[n]);
+        // The second moment is a running mean of squares: non-negative.
+        let m2 = Tensor::f32(
+            vec![n],
+            r.tensor(&[n]).as_f32().iter().map(|v| v * v).collect(),
+        );
+        let lr = 0.01 + 0.05 * r.uniform();
+        let step = 1 + r.below(5) as i64;
+        let hp = (
+            0.9f32,
+            0.999f32,
+            1e-6f32,
+            if case < 4 { 0.0f32 } else { 0.01 },
+        );
+        let attrs: Vec<AttributeProto> = vec![
+            attr_f("alpha", hp.0),
+            attr_f("beta", hp.1),
+            attr_f("epsilon", hp.2),
+            attr_f("weight_decay", hp.3),
+            attr_i("adam_mode", mode as i64),
+        ];
+        let ty = TensorType::f32(vec![n]);
+        let graph = single_node(
+            STRATA,
+            "AdamW",
+            &attrs,
+            vec![
+                In::Data(ty.clone()),
+                In::Data(ty.clone()),
+                In::Data(ty.clone()),
+                In::Data(ty.clone()),
+                In::Data(TensorType::f32(vec![1])),
+                In::Data(TensorType::new(DType::I64, vec![1])),
+            ],
+            &[true, true, true],
+        )
+        .unwrap();
+        let inputs = vec![
+            w.clone(),
+            g.clone(),
+            m1.clone(),
+            m2.clone(),
+            Tensor::f32(vec![1], vec![lr]),
+            Tensor::i64(vec![1], vec![step]),
+        ];
+        let (i, c) = run_both(graph, inputs).unwrap();
+        let want = adamw64(
+            w.as_f32(),
+            g.as_f32(),
+            m1.as_f32(),
+            m2.as_f32(),
+            lr as f64,
+            step,
+            (hp.0 as f64, hp.1 as f64, hp.2 as f64, hp.3 as f64),
+            mode as i64,
+        );
+        for (k, wk) in [want.0, want.1, want.2].iter().enumerate() {
+            agree(&i[k..k + 1], &c[k..k + 1], "AdamW");
+            close64(i[k].as_f32(), wk, "AdamW vs f64");
+        }
+    }
 }

@@ -188,6 +188,9 @@ pub fn canonical_domain(domain: &str) -> &str {
 }
 
 pub const MS: &str = "com.microsoft";
+/// strata's own ops: what it lowers other forms into (e.g. ONNX Runtime's
+/// sequence optimizers into per-parameter updates).
+pub const STRATA: &str = "ai.strata";
 
 impl Registry {
     pub fn empty() -> Registry {

@@ -1,15 +1,19 @@
-//! The training-state ops: gradient accumulation and the SGD update. Both
-//! write their result into an input's buffer; the program treats that input
-//! as persistent state, and the memory plan gives output and input one home.
+//! The training-state ops: gradient accumulation, the SGD and AdamW updates
+//! and the optimizer's step count. Each writes its results into input
+//! buffers; the program treats those inputs as persistent state, and the
+//! memory plan gives output and input one home.
 
 use super::{
-    arg, boxed, c_float, req, Alias, AliasKind, EmitCx, Op, OpError, OpInput, Registry, MS,
+    arg, boxed, c_float, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS,
+    STRATA,
 };
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
     r.add(&[MS], "InPlaceAccumulatorV2", |_| boxed(Accumulate));
+    r.add(&[STRATA], "AdamW", |a| boxed(AdamW::from_attrs(a)?));
+    r.add(&[STRATA], "StepCount", |_| boxed(StepCount));
     r.add(&["", MS], "SGD", |a| {
         if !a.has("lr") {
             return Err(op_err!("SGD needs the `lr` attribute"));
@@ -147,6 +151,201 @@ impl Op for Sgd {
             ),
         ];
         cx.kernel("st_sgd", &fields);
+        Ok(())
+    }
+    fn aliases(&self) -> Vec<Alias> {
+        vec![Alias {
+            output: 0,
+            input: 0,
+            kind: AliasKind::InPlace,
+        }]
+    }
+}
+
+/// ONNX Runtime's AdamW update of one parameter, in place on the
+/// parameter and its two moments (the per-parameter form of
+/// `com.microsoft AdamWOptimizer`, which strata lowers from the sequence
+/// op). Inputs: parameter, gradient, first moment, second moment, learning
+/// rate (one float), step (one int64, 1-based: ONNX Runtime feeds its step
+/// count plus one). Outputs: parameter, first moment, second moment.
+///
+/// The arithmetic follows ONNX Runtime's CPU kernel operation by operation
+/// (f32 throughout; the bias corrections are `1 - pow(beta, step)` in f64
+/// rounded to f32):
+/// * `m1 = alpha * m1 + (1 - alpha) * g`, `m2 = beta * m2 + (1 - beta) * g * g`;
+/// * mode 0 (PyTorch): first `w = w - w * lr * wd`, then
+///   `w = w - lr * m1 / (ac * (sqrt(m2 / bc) + eps))`;
+/// * mode 1 (Hugging Face): `w = w - lrc * m1 / (sqrt(m2) + eps)` with
+///   `lrc = lr * (sqrt(bc) / ac)`, then `w = w - lr * wd * w`;
+///
+/// with `ac = 1 - alpha^step`, `bc = 1 - beta^step` when `correct_bias`,
+/// else 1.
+#[derive(Debug, Clone)]
+pub struct AdamW {
+    pub alpha: f32,
+    pub beta: f32,
+    pub epsilon: f32,
+    pub weight_decay: f32,
+    /// 0: PyTorch, 1: Hugging Face.
+    pub mode: i64,
+    pub correct_bias: bool,
+}
+
+impl AdamW {
+    /// From `AdamWOptimizer`'s attributes, with ONNX Runtime's defaults.
+    pub fn from_attrs(a: &Attrs<'_>) -> Result<AdamW, OpError> {
+        let mode = a.int_or("adam_mode", 0);
+        let correct_bias = a.int_or("correct_bias", 1);
+        ensure!(
+            mode == 0 || mode == 1,
+            "adam_mode {mode}: ONNX Runtime defines 0 (PyTorch) and 1 (Hugging Face)"
+        );
+        ensure!(
+            correct_bias == 0 || correct_bias == 1,
+            "correct_bias {correct_bias}: expected 0 or 1"
+        );
+        ensure!(
+            mode == 1 || correct_bias == 1,
+            "adam_mode 0 (PyTorch) needs correct_bias 1"
+        );
+        Ok(AdamW {
+            alpha: a.float_or("alpha", 0.9),
+            beta: a.float_or("beta", 0.999),
+            epsilon: a.float_or("epsilon", 1e-8),
+            weight_decay: a.float_or("weight_decay", 0.0),
+            mode,
+            correct_bias: correct_bias == 1,
+        })
+    }
+
+    /// `(ac, bc)`: the bias corrections at `step`.
+    fn corrections(&self, step: i64) -> (f32, f32) {
+        if !self.correct_bias {
+            return (1.0, 1.0);
+        }
+        (
+            1.0 - (self.alpha as f64).powf(step as f64) as f32,
+            1.0 - (self.beta as f64).powf(step as f64) as f32,
+        )
+    }
+}
+
+impl Op for AdamW {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let w = req(inputs, 0)?.ty;
+        ensure!(w.dtype == DType::F32, "parameter {w} is not float32");
+        for (k, what) in [(1, "gradient"), (2, "first moment"), (3, "second moment")] {
+            let t = req(inputs, k)?.ty;
+            ensure!(t == w, "{what} {t} differs from the parameter {w}");
+        }
+        let lr = req(inputs, 4)?.ty;
+        ensure!(
+            lr.dtype == DType::F32 && lr.numel() == 1,
+            "the learning rate must be one float32 element, found {lr}"
+        );
+        let step = req(inputs, 5)?.ty;
+        ensure!(
+            step.dtype == DType::I64 && step.numel() == 1,
+            "the step must be one int64 element, found {step}"
+        );
+        Ok(vec![w.clone(); 3])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let wt = arg(inputs, 0)?;
+        let g = arg(inputs, 1)?.as_f32();
+        let mut w = wt.as_f32().to_vec();
+        let mut m1 = arg(inputs, 2)?.as_f32().to_vec();
+        let mut m2 = arg(inputs, 3)?.as_f32().to_vec();
+        let lr = arg(inputs, 4)?.as_f32()[0];
+        let step = arg(inputs, 5)?.to_i64()[0];
+        ensure!(step >= 1, "AdamW step {step}: the step count starts at 1");
+        let (a, b) = (self.alpha, self.beta);
+        let (ac, bc) = self.corrections(step);
+        let lrc = lr * (bc.sqrt() / ac);
+        for i in 0..w.len() {
+            if self.mode == 0 {
+                w[i] = w[i] - w[i] * lr * self.weight_decay;
+            }
+            m1[i] = a * m1[i] + (1.0 - a) * g[i];
+            m2[i] = b * m2[i] + (1.0 - b) * g[i] * g[i];
+            if self.mode == 0 {
+                let denom = (m2[i] / bc).sqrt() + self.epsilon;
+                w[i] -= (lr * m1[i]) / (ac * denom);
+            } else {
+                let denom = m2[i].sqrt() + self.epsilon;
+                w[i] -= lrc * m1[i] / denom;
+                w[i] -= lr * self.weight_decay * w[i];
+            }
+        }
+        let s = wt.shape.clone();
+        Ok(vec![
+            Tensor::f32(s.clone(), w),
+            Tensor::f32(s.clone(), m1),
+            Tensor::f32(s, m2),
+        ])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let w = cx.input(0)?.clone();
+        let fields = [
+            ("w", w.expr),
+            ("g", cx.input(1)?.expr.clone()),
+            ("m1", cx.input(2)?.expr.clone()),
+            ("m2", cx.input(3)?.expr.clone()),
+            ("lr", cx.input(4)?.expr.clone()),
+            ("step", cx.input(5)?.expr.clone()),
+            ("n", w.ty.numel().to_string()),
+            ("alpha", c_float(self.alpha)),
+            ("beta", c_float(self.beta)),
+            ("epsilon", c_float(self.epsilon)),
+            ("weight_decay", c_float(self.weight_decay)),
+            ("mode", self.mode.to_string()),
+            ("correct_bias", (self.correct_bias as i32).to_string()),
+        ];
+        cx.kernel("st_adamw", &fields);
+        Ok(())
+    }
+    fn aliases(&self) -> Vec<Alias> {
+        [(0, 0), (1, 2), (2, 3)]
+            .into_iter()
+            .map(|(output, input)| Alias {
+                output,
+                input,
+                kind: AliasKind::InPlace,
+            })
+            .collect()
+    }
+}
+
+/// `step = step + 1` on one int64, in place: the optimizer's step count,
+/// persistent state that starts at 0 (ONNX Runtime feeds its optimizer the
+/// count plus one; strata counts on the device).
+#[derive(Debug)]
+pub struct StepCount;
+
+impl Op for StepCount {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let s = req(inputs, 0)?.ty;
+        ensure!(
+            s.dtype == DType::I64 && s.numel() == 1,
+            "the step count must be one int64 element, found {s}"
+        );
+        Ok(vec![s.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let s = arg(inputs, 0)?;
+        Ok(vec![Tensor::i64(s.shape.clone(), vec![s.to_i64()[0] + 1])])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let s = cx.input(0)?.expr.clone();
+        cx.kernel("st_step_count", &[("step", s)]);
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
