@@ -27,6 +27,10 @@ For each small model (mlp, cnn, vit) this script
    data.npz (they equal the checkpoint's, which the script checks).
 
 The output is deterministic (fixed seeds; np.savez with fixed timestamps).
+ORT's artifact builder numbers the node names it makes with one counter per
+process, so the checked-in files are those of one run over all models in
+order (`python3 examples/gen_ort.py`); a single model alone gets other
+names, the same numbers.
 onnxruntime-training needs torch only for imports this script does not use:
 a stub module stands in for it.
 """
