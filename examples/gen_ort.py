@@ -220,13 +220,38 @@ def vit(rng):
     return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
 
 
+def mlp_loss(loss):
+    """mlp under another of ORT's losses, with a float target of the output's
+    shape: a regression target for MSELoss and L1Loss, 0/1 labels for
+    BCEWithLogitsLoss (ORT builds these losses from plain ONNX ops)."""
+
+    def build(rng):
+        m, trainable, frozen, _, batch = mlp(rng)
+
+        def batch_t(rng):
+            x = batch(rng)["input"]
+            if loss == "BCEWithLogitsLoss":
+                t = (x[:, :6] > 0).astype(np.float32)
+            else:
+                t = (0.5 * x[:, :6] + 0.1 * rng.standard_normal((4, 6))).astype(np.float32)
+            return {"input": x, "target": t}
+
+        return m, trainable, frozen, getattr(artifacts.LossType, loss), batch_t
+
+    return build
+
+
 # name: (builder, seed, optimizer). mlp_adamw is mlp under ORT's AdamW
-# (AdamWOptimizer over sequences, moments as optimizer state).
+# (AdamWOptimizer over sequences, moments as optimizer state); mlp_mse,
+# mlp_l1 and mlp_bce are mlp under ORT's other losses.
 MODELS = {
     "mlp": (mlp, 1, "SGD"),
     "cnn": (cnn, 2, "SGD"),
     "vit": (vit, 3, "SGD"),
     "mlp_adamw": (mlp, 4, "AdamW"),
+    "mlp_mse": (mlp_loss("MSELoss"), 5, "SGD"),
+    "mlp_l1": (mlp_loss("L1Loss"), 6, "SGD"),
+    "mlp_bce": (mlp_loss("BCEWithLogitsLoss"), 7, "SGD"),
 }
 
 

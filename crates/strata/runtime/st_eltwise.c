@@ -33,8 +33,26 @@ void st_unary(void *args) {
     size_t lo, hi;
     st_split((size_t)u->n, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
+        float x = u->x[i];
         switch (u->op) {
-        default: u->y[i] = sqrtf(u->x[i]); break;
+        case 1: u->y[i] = fabsf(x); break;
+        case 2: u->y[i] = -x; break;
+        case 3: u->y[i] = x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; break;
+        case 4: u->y[i] = expf(x); break;
+        case 5: u->y[i] = logf(x); break;
+        case 6: u->y[i] = 1.0f / (1.0f + expf(-x)); break;
+        case 7: u->y[i] = tanhf(x); break;
+        default: u->y[i] = sqrtf(x); break;
         }
+    }
+}
+
+void st_act_grad(void *args) {
+    const st_act_grad_args *a = (const st_act_grad_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->n, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        float y = a->y[i];
+        a->dx[i] = a->op == 0 ? a->dy[i] * y * (1.0f - y) : a->dy[i] * (1.0f - y * y);
     }
 }

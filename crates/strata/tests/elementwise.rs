@@ -1,4 +1,5 @@
-//! Element-wise ops: broadcasting binary ops and Sqrt — C kernel vs reference
+//! Element-wise ops: broadcasting binary ops, the unary float ops and the
+//! activation gradients — C kernel vs reference
 //! kernel on random broadcast problems, the reference against an independent
 //! f64 computation, hand-checked cases, errors, and the Deeploy kernel suites
 //! of this family through both engines.
@@ -221,3 +222,100 @@ pub fn check_suites(rels: &[&str]) {
 }
 
 // Split in three so the suites run in parallel.
+
+/// The unary float ops (what ONNX Runtime's L1 and BCE-with-logits losses
+/// and their gradients are built from) and SigmoidGrad / TanhGrad: the
+/// reference kernels against f64 formulas, hand-checked values, and every C
+/// kernel against its reference kernel on random inputs.
+#[test]
+fn unary_and_activation_grads_match_f64_and_c() {
+    use strata::ops::MS;
+    let x = f(&[5], &[-2.0, -0.5, 0.0, 0.5, 3.0]);
+    let hand: [(&str, [f32; 5]); 4] = [
+        ("Abs", [2.0, 0.5, 0.0, 0.5, 3.0]),
+        ("Neg", [2.0, 0.5, -0.0, -0.5, -3.0]),
+        ("Sign", [-1.0, -1.0, 0.0, 1.0, 1.0]),
+        (
+            "Sigmoid",
+            [0.11920292, 0.37754068, 0.5, 0.62245935, 0.95257413],
+        ),
+    ];
+    for (op, want) in hand {
+        let y = eval(op, vec![x.clone()]).unwrap();
+        assert!(
+            max_abs_diff(y.as_f32(), &want) <= 1e-7,
+            "{op}: {:?}",
+            y.as_f32()
+        );
+    }
+    let f64s: [(&str, fn(f64) -> f64); 8] = [
+        ("Sqrt", f64::sqrt),
+        ("Abs", f64::abs),
+        ("Neg", |v| -v),
+        ("Sign", f64::signum),
+        ("Exp", f64::exp),
+        ("Log", f64::ln),
+        ("Sigmoid", |v| 1.0 / (1.0 + (-v).exp())),
+        ("Tanh", f64::tanh),
+    ];
+    let mut r = Rng(0x51_9e);
+    for (op, want) in f64s {
+        let n = 1 + r.below(50);
+        // Sqrt and Log need positive inputs; zero has its own sign rule.
+        let positive = matches!(op, "Sqrt" | "Log");
+        let v: Vec<f32> = r
+            .tensor(&[n])
+            .as_f32()
+            .iter()
+            .map(|v| {
+                if positive {
+                    v.abs() + 0.01
+                } else {
+                    4.0 * v + 0.001
+                }
+            })
+            .collect();
+        let x = f(&[n], &v);
+        let y = eval(op, vec![x.clone()]).unwrap();
+        for (k, (&g, &xv)) in y.as_f32().iter().zip(&v).enumerate() {
+            let w = want(xv as f64);
+            assert!(
+                (g as f64 - w).abs() <= 1e-6 * (1.0 + w.abs()),
+                "{op}[{k}]({xv}) = {g}, f64 {w}"
+            );
+        }
+        let g = single_node("", op, &[], vec![In::Data(x.ty())], &[true]).unwrap();
+        let (i, c) = run_both(g, vec![x]).unwrap();
+        assert!(
+            max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= ENGINES_AGREE,
+            "{op}: interp vs C"
+        );
+    }
+    // SigmoidGrad / TanhGrad from the forward output y.
+    let grads: [(&str, &str, fn(f64, f64) -> f64); 2] = [
+        ("SigmoidGrad", "Sigmoid", |d, y| d * y * (1.0 - y)),
+        ("TanhGrad", "Tanh", |d, y| d * (1.0 - y * y)),
+    ];
+    for (op, fwd, want) in grads {
+        let n = 1 + r.below(50);
+        let y = eval(fwd, vec![r.tensor(&[n])]).unwrap();
+        let dy = r.tensor(&[n]);
+        let g = single_node(
+            MS,
+            op,
+            &[],
+            vec![In::Data(dy.ty()), In::Data(y.ty())],
+            &[true],
+        )
+        .unwrap();
+        let (i, c) = run_both(g, vec![dy.clone(), y.clone()]).unwrap();
+        assert!(
+            max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= ENGINES_AGREE,
+            "{op}"
+        );
+        for k in 0..n {
+            let w = want(dy.as_f32()[k] as f64, y.as_f32()[k] as f64);
+            assert!((i[0].as_f32()[k] as f64 - w).abs() <= 1e-6, "{op}[{k}]");
+        }
+    }
+}

@@ -21,9 +21,18 @@ use strata::testing::{attr_f, attr_i, run_both, single_node, In, Rng};
 
 /// The examples trained with ONNX Runtime's SGD.
 const MODELS: [&str; 3] = ["mlp", "cnn", "vit"];
-/// Every example: the SGD ones and `mlp_adamw` (AdamW, both moments and the
-/// step count as optimizer state).
-const ALL_MODELS: [&str; 4] = ["mlp", "cnn", "vit", "mlp_adamw"];
+/// Every example: the SGD ones, `mlp_adamw` (AdamW, both moments and the
+/// step count as optimizer state) and mlp under ORT's MSE, L1 and
+/// BCE-with-logits losses (built by ORT from plain ONNX ops).
+const ALL_MODELS: [&str; 7] = [
+    "mlp",
+    "cnn",
+    "vit",
+    "mlp_adamw",
+    "mlp_mse",
+    "mlp_l1",
+    "mlp_bce",
+];
 /// Interpreter vs compiled C.
 const ENGINES_AGREE: f32 = 1e-6;
 

@@ -1,5 +1,6 @@
 //! Element-wise arithmetic with numpy-style multidirectional broadcasting
-//! (Add, Sub, Mul, Div, Pow) and the unary Sqrt.
+//! (Add, Sub, Mul, Div, Pow), the unary float ops (Sqrt, Abs, Neg, Sign,
+//! Exp, Log, Sigmoid, Tanh) and ONNX Runtime's SigmoidGrad and TanhGrad.
 //!
 //! One C kernel serves every binary op: the output is walked in row-major
 //! order and each operand is read through its broadcast strides (0 on a
@@ -8,7 +9,7 @@
 //! emitting C for them is refused.
 
 use super::util::{broadcast_shape, broadcast_strides, c_array};
-use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry};
+use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -18,7 +19,16 @@ pub fn register(r: &mut Registry) {
     r.add(&[""], "Mul", |_| boxed(Binary(BinKind::Mul)));
     r.add(&[""], "Div", |_| boxed(Binary(BinKind::Div)));
     r.add(&[""], "Pow", |_| boxed(Binary(BinKind::Pow)));
-    r.add(&[""], "Sqrt", |_| boxed(Sqrt));
+    r.add(&[""], "Sqrt", |_| boxed(Unary(UnKind::Sqrt)));
+    r.add(&[""], "Abs", |_| boxed(Unary(UnKind::Abs)));
+    r.add(&[""], "Neg", |_| boxed(Unary(UnKind::Neg)));
+    r.add(&[""], "Sign", |_| boxed(Unary(UnKind::Sign)));
+    r.add(&[""], "Exp", |_| boxed(Unary(UnKind::Exp)));
+    r.add(&[""], "Log", |_| boxed(Unary(UnKind::Log)));
+    r.add(&[""], "Sigmoid", |_| boxed(Unary(UnKind::Sigmoid)));
+    r.add(&[""], "Tanh", |_| boxed(Unary(UnKind::Tanh)));
+    r.add(&[MS], "SigmoidGrad", |_| boxed(ActGrad::Sigmoid));
+    r.add(&[MS], "TanhGrad", |_| boxed(ActGrad::Tanh));
 }
 
 /// Largest rank the C kernels index.
@@ -195,16 +205,78 @@ impl Op for Binary {
     }
 }
 
-/// `Sqrt`: y = sqrtf(x).
-#[derive(Debug)]
-pub struct Sqrt;
+/// The unary float ops, each as `st_unary` computes it (op code = the
+/// discriminant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnKind {
+    Sqrt,
+    Abs,
+    Neg,
+    Sign,
+    Exp,
+    Log,
+    Sigmoid,
+    Tanh,
+}
 
-impl Op for Sqrt {
+impl UnKind {
+    pub const ALL: [UnKind; 8] = [
+        UnKind::Sqrt,
+        UnKind::Abs,
+        UnKind::Neg,
+        UnKind::Sign,
+        UnKind::Exp,
+        UnKind::Log,
+        UnKind::Sigmoid,
+        UnKind::Tanh,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            UnKind::Sqrt => "Sqrt",
+            UnKind::Abs => "Abs",
+            UnKind::Neg => "Neg",
+            UnKind::Sign => "Sign",
+            UnKind::Exp => "Exp",
+            UnKind::Log => "Log",
+            UnKind::Sigmoid => "Sigmoid",
+            UnKind::Tanh => "Tanh",
+        }
+    }
+    /// The f32 operation, as `st_unary` computes it (the same libm
+    /// functions on the host; `Sign` keeps NaN).
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            UnKind::Sqrt => x.sqrt(),
+            UnKind::Abs => x.abs(),
+            UnKind::Neg => -x,
+            UnKind::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x
+                }
+            }
+            UnKind::Exp => x.exp(),
+            UnKind::Log => x.ln(),
+            UnKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnKind::Tanh => x.tanh(),
+        }
+    }
+}
+
+/// A unary float op, element by element.
+#[derive(Debug)]
+pub struct Unary(pub UnKind);
+
+impl Op for Unary {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
         let x = req(inputs, 0)?.ty;
         ensure!(
             x.dtype == DType::F32,
-            "Sqrt: input must be float32, found {x}"
+            "{}: input must be float32, found {x}",
+            self.0.name()
         );
         Ok(vec![x.clone()])
     }
@@ -214,7 +286,7 @@ impl Op for Sqrt {
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
         let x = arg(inputs, 0)?;
-        let y = x.as_f32().iter().map(|v| v.sqrt()).collect();
+        let y = x.as_f32().iter().map(|&v| self.0.apply(v)).collect();
         Ok(vec![Tensor::f32(x.shape.clone(), y)])
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
@@ -225,8 +297,76 @@ impl Op for Sqrt {
             &[
                 ("x", x.expr),
                 ("y", y),
-                ("op", "0".into()),
+                ("op", (self.0 as u8).to_string()),
                 ("n", x.ty.numel().to_string()),
+            ],
+        );
+        Ok(())
+    }
+}
+
+/// ONNX Runtime's activation gradients from the forward output `Y`:
+/// `SigmoidGrad(dY, Y) = dY * Y * (1 - Y)`, `TanhGrad(dY, Y) = dY * (1 -
+/// Y * Y)`, evaluated left to right as ORT's CPU kernels do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActGrad {
+    Sigmoid,
+    Tanh,
+}
+
+impl ActGrad {
+    fn name(self) -> &'static str {
+        match self {
+            ActGrad::Sigmoid => "SigmoidGrad",
+            ActGrad::Tanh => "TanhGrad",
+        }
+    }
+    pub fn apply(self, dy: f32, y: f32) -> f32 {
+        match self {
+            ActGrad::Sigmoid => dy * y * (1.0 - y),
+            ActGrad::Tanh => dy * (1.0 - y * y),
+        }
+    }
+}
+
+impl Op for ActGrad {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        let dy = req(inputs, 0)?.ty;
+        let y = req(inputs, 1)?.ty;
+        ensure!(
+            dy.dtype == DType::F32 && dy == y,
+            "{}: dY {dy} and Y {y} must be the same float32 shape",
+            self.name()
+        );
+        Ok(vec![dy.clone()])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        let dy = arg(inputs, 0)?;
+        let y = arg(inputs, 1)?.as_f32();
+        let dx = dy
+            .as_f32()
+            .iter()
+            .zip(y)
+            .map(|(&d, &v)| self.apply(d, v))
+            .collect();
+        Ok(vec![Tensor::f32(dy.shape.clone(), dx)])
+    }
+    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+        let dy = cx.input(0)?.clone();
+        let y = cx.input(1)?.expr.clone();
+        let dx = cx.output(0)?.expr.clone();
+        cx.kernel(
+            "st_act_grad",
+            &[
+                ("dy", dy.expr),
+                ("y", y),
+                ("dx", dx),
+                ("op", (*self as u8).to_string()),
+                ("n", dy.ty.numel().to_string()),
             ],
         );
         Ok(())
