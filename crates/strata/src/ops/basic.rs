@@ -1,6 +1,6 @@
 //! Gemm, Relu/ReluGrad, the view ops, and the reductions.
 
-use super::util::norm_axis;
+use super::util::{grad_pair_emit, grad_pair_eval, grad_pair_type, norm_axis};
 use super::{arg, boxed, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -242,43 +242,17 @@ pub struct ReluGrad;
 
 impl Op for ReluGrad {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
-        let dy = f32_input(inputs, 0)?;
-        let x = f32_input(inputs, 1)?;
-        ensure!(
-            dy.shape == x.shape,
-            "ReluGrad: dY {dy} and X {x} differ in shape"
-        );
-        Ok(vec![dy.clone()])
+        Ok(vec![grad_pair_type(inputs, "ReluGrad", "X")?])
     }
     fn eval(
         &self,
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?;
-        let x = arg(inputs, 1)?;
-        let v = dy
-            .as_f32()
-            .iter()
-            .zip(x.as_f32())
-            .map(|(&g, &x)| if x > 0.0 { g } else { 0.0 })
-            .collect();
-        Ok(vec![Tensor::f32(dy.shape.clone(), v)])
+        grad_pair_eval(inputs, |g, x| if x > 0.0 { g } else { 0.0 })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.clone();
-        let x = cx.input(1)?.expr.clone();
-        let dx = cx.output(0)?.expr.clone();
-        cx.kernel(
-            "st_relu_grad",
-            &[
-                ("dy", dy.expr),
-                ("x", x),
-                ("dx", dx),
-                ("n", dy.ty.numel().to_string()),
-            ],
-        );
-        Ok(())
+        grad_pair_emit(cx, "st_relu_grad", "x", &[])
     }
 }
 

@@ -8,7 +8,9 @@
 //! reference kernel only, so shape arithmetic on constants folds at import;
 //! emitting C for them is refused.
 
-use super::util::{broadcast_shape, broadcast_strides, c_array};
+use super::util::{
+    broadcast_shape, broadcast_strides, c_array, grad_pair_emit, grad_pair_eval, grad_pair_type,
+};
 use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -331,44 +333,16 @@ impl ActGrad {
 
 impl Op for ActGrad {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
-        let dy = req(inputs, 0)?.ty;
-        let y = req(inputs, 1)?.ty;
-        ensure!(
-            dy.dtype == DType::F32 && dy == y,
-            "{}: dY {dy} and Y {y} must be the same float32 shape",
-            self.name()
-        );
-        Ok(vec![dy.clone()])
+        Ok(vec![grad_pair_type(inputs, self.name(), "Y")?])
     }
     fn eval(
         &self,
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?;
-        let y = arg(inputs, 1)?.as_f32();
-        let dx = dy
-            .as_f32()
-            .iter()
-            .zip(y)
-            .map(|(&d, &v)| self.apply(d, v))
-            .collect();
-        Ok(vec![Tensor::f32(dy.shape.clone(), dx)])
+        grad_pair_eval(inputs, |d, y| self.apply(d, y))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.clone();
-        let y = cx.input(1)?.expr.clone();
-        let dx = cx.output(0)?.expr.clone();
-        cx.kernel(
-            "st_act_grad",
-            &[
-                ("dy", dy.expr),
-                ("y", y),
-                ("dx", dx),
-                ("op", (*self as u8).to_string()),
-                ("n", dy.ty.numel().to_string()),
-            ],
-        );
-        Ok(())
+        grad_pair_emit(cx, "st_act_grad", "y", &[("op", (*self as u8).to_string())])
     }
 }

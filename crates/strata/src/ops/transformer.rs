@@ -7,7 +7,7 @@
 //! the interpreter and the compiled C agree bit for bit on the host.
 
 use super::util::{broadcast_shape, broadcast_strides, norm_axis};
-use super::util::{f32_in, pad8};
+use super::util::{f32_in, grad_pair_emit, grad_pair_eval, grad_pair_type, pad8};
 use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -473,44 +473,22 @@ pub struct GeluGrad(pub bool);
 
 impl Op for GeluGrad {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
-        let dy = f32_in(inputs, 0, "GeluGrad")?;
-        let x = f32_in(inputs, 1, "GeluGrad")?;
-        ensure!(
-            dy.shape == x.shape,
-            "GeluGrad: dY {dy} and X {x} differ in shape"
-        );
-        Ok(vec![dy.clone()])
+        Ok(vec![grad_pair_type(inputs, "GeluGrad", "X")?])
     }
     fn eval(
         &self,
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?;
-        let x = arg(inputs, 1)?;
-        let v = dy
-            .as_f32()
-            .iter()
-            .zip(x.as_f32())
-            .map(|(&g, &x)| gelu_grad(g, x, self.0))
-            .collect();
-        Ok(vec![Tensor::f32(dy.shape.clone(), v)])
+        grad_pair_eval(inputs, |g, x| gelu_grad(g, x, self.0))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.clone();
-        let x = cx.input(1)?.expr.clone();
-        let dx = cx.output(0)?.expr.clone();
-        cx.kernel(
+        grad_pair_emit(
+            cx,
             "st_gelu_grad",
-            &[
-                ("dy", dy.expr),
-                ("x", x),
-                ("dx", dx),
-                ("n", dy.ty.numel().to_string()),
-                ("approx", (self.0 as u8).to_string()),
-            ],
-        );
-        Ok(())
+            "x",
+            &[("approx", (self.0 as u8).to_string())],
+        )
     }
 }
 

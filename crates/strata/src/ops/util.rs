@@ -95,3 +95,55 @@ pub fn pad8(v: &[usize], fill: usize) -> String {
     v.resize(8, fill);
     c_array(&v)
 }
+
+/// The element-wise gradient ops `(dY, T) -> dX` (ReluGrad, GeluGrad,
+/// SigmoidGrad, TanhGrad; `T` the forward input or output, named `t`):
+/// both float32 of one shape, the result shaped like dY.
+pub fn grad_pair_type(
+    inputs: &[Option<super::OpInput<'_>>],
+    op: &str,
+    t: &str,
+) -> Result<crate::tensor::TensorType, OpError> {
+    let dy = f32_in(inputs, 0, op)?;
+    let x = f32_in(inputs, 1, op)?;
+    if dy.shape != x.shape {
+        return Err(op_err!("{op}: dY {dy} and {t} {x} differ in shape"));
+    }
+    Ok(dy.clone())
+}
+
+/// The reference kernel of such an op: `f(dy, t)` per element.
+pub fn grad_pair_eval(
+    inputs: &[Option<&crate::tensor::Tensor>],
+    f: impl Fn(f32, f32) -> f32,
+) -> Result<Vec<crate::tensor::Tensor>, OpError> {
+    let dy = super::arg(inputs, 0)?;
+    let t = super::arg(inputs, 1)?;
+    let v = dy
+        .as_f32()
+        .iter()
+        .zip(t.as_f32())
+        .map(|(&d, &x)| f(d, x))
+        .collect();
+    Ok(vec![crate::tensor::Tensor::f32(dy.shape.clone(), v)])
+}
+
+/// The C call of such an op: `func` with fields `dy`, `t` (its name in the
+/// kernel's argument struct), `dx`, `n`, then `extra`.
+pub fn grad_pair_emit(
+    cx: &mut super::EmitCx<'_>,
+    func: &str,
+    t: &str,
+    extra: &[(&str, String)],
+) -> Result<(), OpError> {
+    let dy = cx.input(0)?.clone();
+    let mut fields = vec![
+        ("dy", dy.expr),
+        (t, cx.input(1)?.expr.clone()),
+        ("dx", cx.output(0)?.expr.clone()),
+        ("n", dy.ty.numel().to_string()),
+    ];
+    fields.extend(extra.iter().cloned());
+    cx.kernel(func, &fields);
+    Ok(())
+}
