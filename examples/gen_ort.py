@@ -101,6 +101,18 @@ def make_model(name, nodes, inputs, outputs, inits):
 # --------------------------------------------------------------------------
 
 
+def teacher_batches(rng, B, F, C):
+    """Draws a random linear teacher; batches of (x, argmax class of x @ teacher)."""
+    teacher = rng.standard_normal((F, C))
+
+    def batch(rng):
+        x = rng.standard_normal((B, F)).astype(np.float32)
+        y = np.argmax(x.astype(np.float64) @ teacher, axis=1).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return batch
+
+
 def mlp(rng):
     B, F, H, C = 4, 12, 16, 6
     p = {
@@ -115,14 +127,7 @@ def mlp(rng):
         helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
     ]
     m = make_model("mlp", nodes, [("input", [B, F])], [("output", [B, C])], p)
-    teacher = rng.standard_normal((F, C))
-
-    def batch(rng):
-        x = rng.standard_normal((B, F)).astype(np.float32)
-        y = np.argmax(x.astype(np.float64) @ teacher, axis=1).astype(np.int64)
-        return {"input": x, "labels": y}
-
-    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
 
 
 def cnn(rng):
@@ -241,9 +246,32 @@ def mlp_loss(loss):
     return build
 
 
+def mlp_acts(rng):
+    """Three hidden layers with Tanh, Sigmoid and LeakyRelu: ORT's backward
+    uses TanhGrad, SigmoidGrad and LeakyReluGrad from the forward outputs."""
+    B, F, H, C = 4, 12, 16, 6
+    p = {}
+    dims = [F, H, H, H, C]
+    for k in range(4):
+        p[f"fc{k + 1}.weight"] = init(rng, (dims[k + 1], dims[k]), dims[k])
+        p[f"fc{k + 1}.bias"] = init(rng, (dims[k + 1],), dims[k])
+    acts = [("Tanh", {}), ("Sigmoid", {}), ("LeakyRelu", {"alpha": 0.1})]
+    nodes, x = [], "input"
+    for k in range(4):
+        y = "output" if k == 3 else f"h{k + 1}"
+        nodes.append(helper.make_node("Gemm", [x, f"fc{k + 1}.weight", f"fc{k + 1}.bias"], [y], transB=1))
+        if k < 3:
+            op, attrs = acts[k]
+            nodes.append(helper.make_node(op, [y], [f"a{k + 1}"], **attrs))
+            x = f"a{k + 1}"
+    m = make_model("mlp_acts", nodes, [("input", [B, F])], [("output", [B, C])], p)
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
+
+
 # name: (builder, seed, optimizer). mlp_adamw is mlp under ORT's AdamW
 # (AdamWOptimizer over sequences, moments as optimizer state); mlp_mse,
-# mlp_l1 and mlp_bce are mlp under ORT's other losses.
+# mlp_l1 and mlp_bce are mlp under ORT's other losses; mlp_acts has Tanh,
+# Sigmoid and LeakyRelu layers.
 MODELS = {
     "mlp": (mlp, 1, "SGD"),
     "cnn": (cnn, 2, "SGD"),
@@ -252,6 +280,7 @@ MODELS = {
     "mlp_mse": (mlp_loss("MSELoss"), 5, "SGD"),
     "mlp_l1": (mlp_loss("L1Loss"), 6, "SGD"),
     "mlp_bce": (mlp_loss("BCEWithLogitsLoss"), 7, "SGD"),
+    "mlp_acts": (mlp_acts, 8, "SGD"),
 }
 
 

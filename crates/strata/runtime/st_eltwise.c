@@ -42,6 +42,7 @@ void st_unary(void *args) {
         case 5: u->y[i] = logf(x); break;
         case 6: u->y[i] = 1.0f / (1.0f + expf(-x)); break;
         case 7: u->y[i] = tanhf(x); break;
+        case 8: u->y[i] = x < 0.0f ? u->alpha * x : x; break;
         default: u->y[i] = sqrtf(x); break;
         }
     }
@@ -53,6 +54,10 @@ void st_act_grad(void *args) {
     st_split((size_t)a->n, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         float y = a->y[i];
-        a->dx[i] = a->op == 0 ? a->dy[i] * y * (1.0f - y) : a->dy[i] * (1.0f - y * y);
+        switch (a->op) {
+        case 0: a->dx[i] = a->dy[i] * y * (1.0f - y); break;
+        case 1: a->dx[i] = a->dy[i] * (1.0f - y * y); break;
+        default: a->dx[i] = y > 0.0f ? a->dy[i] : a->alpha * a->dy[i]; break;
+        }
     }
 }

@@ -14,13 +14,13 @@ typedef struct {
 void st_binary(void *args);
 
 /* y[i] = f(x[i]). op: 0 sqrtf, 1 fabsf, 2 negation, 3 sign, 4 expf,
- * 5 logf, 6 sigmoid 1/(1+expf(-x)), 7 tanhf. */
-typedef struct { const float *x; float *y; int op, n; } st_unary_args;
+ * 5 logf, 6 sigmoid 1/(1+expf(-x)), 7 tanhf, 8 leaky relu (slope alpha). */
+typedef struct { const float *x; float *y; int op, n; float alpha; } st_unary_args;
 void st_unary(void *args);
 
 /* Activation gradients from the forward output y. op 0: SigmoidGrad
- * dy*y*(1-y); 1: TanhGrad dy*(1-y*y). */
-typedef struct { const float *dy, *y; float *dx; int op, n; } st_act_grad_args;
+ * dy*y*(1-y); 1: TanhGrad dy*(1-y*y); 2: LeakyReluGrad y>0 ? dy : alpha*dy. */
+typedef struct { const float *dy, *y; float *dx; int n, op; float alpha; } st_act_grad_args;
 void st_act_grad(void *args);
 
 #endif

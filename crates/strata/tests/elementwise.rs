@@ -8,7 +8,7 @@ use strata::driver::{self, Engine};
 use strata::ops::{Attrs, OpInput, Registry};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
 use strata::testing::shared_dir as shared;
-use strata::testing::{run_both, single_node, In, Rng};
+use strata::testing::{attr_f, run_both, single_node, In, Rng};
 
 /// Interpreter vs compiled C: the same f32 operation per element, so equal.
 const ENGINES_AGREE: f32 = 1e-6;
@@ -248,7 +248,8 @@ fn unary_and_activation_grads_match_f64_and_c() {
             y.as_f32()
         );
     }
-    let f64s: [(&str, fn(f64) -> f64); 8] = [
+    type Unary64 = (&'static str, fn(f64) -> f64);
+    let f64s: [Unary64; 8] = [
         ("Sqrt", f64::sqrt),
         ("Abs", f64::abs),
         ("Neg", |v| -v),
@@ -291,19 +292,61 @@ fn unary_and_activation_grads_match_f64_and_c() {
             "{op}: interp vs C"
         );
     }
-    // SigmoidGrad / TanhGrad from the forward output y.
-    let grads: [(&str, &str, fn(f64, f64) -> f64); 2] = [
+    // LeakyRelu: the slope attribute, ONNX's default 0.01, and C.
+    let x = f(&[4], &[-2.0, -0.5, 0.0, 3.0]);
+    let g = single_node(
+        "",
+        "LeakyRelu",
+        &[attr_f("alpha", 0.25)],
+        vec![In::Data(x.ty())],
+        &[true],
+    )
+    .unwrap();
+    let (i, c) = run_both(g, vec![x.clone()]).unwrap();
+    assert_eq!(i[0].as_f32(), &[-0.5, -0.125, 0.0, 3.0]);
+    assert!(max_abs_diff(i[0].as_f32(), c[0].as_f32()) <= ENGINES_AGREE);
+    assert_eq!(
+        eval("LeakyRelu", vec![x]).unwrap().as_f32(),
+        &[-0.02, -0.005, 0.0, 3.0]
+    );
+    // SigmoidGrad / TanhGrad / LeakyReluGrad from the forward output y.
+    type Grad64 = (&'static str, &'static str, fn(f64, f64) -> f64);
+    let grads: [Grad64; 3] = [
         ("SigmoidGrad", "Sigmoid", |d, y| d * y * (1.0 - y)),
         ("TanhGrad", "Tanh", |d, y| d * (1.0 - y * y)),
+        ("LeakyReluGrad", "LeakyRelu", |d, y| {
+            if y > 0.0 {
+                d
+            } else {
+                0.25 * d
+            }
+        }),
     ];
     for (op, fwd, want) in grads {
         let n = 1 + r.below(50);
-        let y = eval(fwd, vec![r.tensor(&[n])]).unwrap();
+        let attrs = if op == "LeakyReluGrad" {
+            vec![attr_f("alpha", 0.25)]
+        } else {
+            vec![]
+        };
+        let y = if op == "LeakyReluGrad" {
+            // LeakyRelu's output at alpha 0.25, by hand.
+            let x = r.tensor(&[n]);
+            f(
+                &[n],
+                &x.as_f32()
+                    .iter()
+                    .map(|&v| if v < 0.0 { 0.25 * v } else { v })
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            eval(fwd, vec![r.tensor(&[n])]).unwrap()
+        };
         let dy = r.tensor(&[n]);
         let g = single_node(
             MS,
             op,
-            &[],
+            &attrs,
             vec![In::Data(dy.ty()), In::Data(y.ty())],
             &[true],
         )

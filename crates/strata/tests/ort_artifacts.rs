@@ -23,8 +23,9 @@ use strata::testing::{attr_f, attr_i, run_both, single_node, In, Rng};
 const MODELS: [&str; 3] = ["mlp", "cnn", "vit"];
 /// Every example: the SGD ones, `mlp_adamw` (AdamW, both moments and the
 /// step count as optimizer state) and mlp under ORT's MSE, L1 and
-/// BCE-with-logits losses (built by ORT from plain ONNX ops).
-const ALL_MODELS: [&str; 7] = [
+/// BCE-with-logits losses (built by ORT from plain ONNX ops), and
+/// `mlp_acts` (Tanh, Sigmoid, LeakyRelu and their ORT gradients).
+const ALL_MODELS: [&str; 8] = [
     "mlp",
     "cnn",
     "vit",

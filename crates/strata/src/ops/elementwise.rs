@@ -1,6 +1,7 @@
 //! Element-wise arithmetic with numpy-style multidirectional broadcasting
 //! (Add, Sub, Mul, Div, Pow), the unary float ops (Sqrt, Abs, Neg, Sign,
-//! Exp, Log, Sigmoid, Tanh) and ONNX Runtime's SigmoidGrad and TanhGrad.
+//! Exp, Log, Sigmoid, Tanh, LeakyRelu) and ONNX Runtime's SigmoidGrad,
+//! TanhGrad and LeakyReluGrad.
 //!
 //! One C kernel serves every binary op: the output is walked in row-major
 //! order and each operand is read through its broadcast strides (0 on a
@@ -29,8 +30,14 @@ pub fn register(r: &mut Registry) {
     r.add(&[""], "Log", |_| boxed(Unary(UnKind::Log)));
     r.add(&[""], "Sigmoid", |_| boxed(Unary(UnKind::Sigmoid)));
     r.add(&[""], "Tanh", |_| boxed(Unary(UnKind::Tanh)));
+    r.add(&[""], "LeakyRelu", |a| {
+        boxed(Unary(UnKind::LeakyRelu(a.float_or("alpha", 0.01))))
+    });
     r.add(&[MS], "SigmoidGrad", |_| boxed(ActGrad::Sigmoid));
     r.add(&[MS], "TanhGrad", |_| boxed(ActGrad::Tanh));
+    r.add(&[MS], "LeakyReluGrad", |a| {
+        boxed(ActGrad::LeakyRelu(a.float_or("alpha", 0.01)))
+    });
 }
 
 /// Largest rank the C kernels index.
@@ -207,9 +214,9 @@ impl Op for Binary {
     }
 }
 
-/// The unary float ops, each as `st_unary` computes it (op code = the
-/// discriminant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The unary float ops, each as `st_unary` computes it (op code:
+/// [`UnKind::code`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum UnKind {
     Sqrt,
     Abs,
@@ -219,6 +226,8 @@ pub enum UnKind {
     Log,
     Sigmoid,
     Tanh,
+    /// `alpha * x` below 0, `x` from 0 (ONNX `LeakyRelu`).
+    LeakyRelu(f32),
 }
 
 impl UnKind {
@@ -242,6 +251,28 @@ impl UnKind {
             UnKind::Log => "Log",
             UnKind::Sigmoid => "Sigmoid",
             UnKind::Tanh => "Tanh",
+            UnKind::LeakyRelu(_) => "LeakyRelu",
+        }
+    }
+    /// The op code of `st_unary`.
+    fn code(self) -> u8 {
+        match self {
+            UnKind::Sqrt => 0,
+            UnKind::Abs => 1,
+            UnKind::Neg => 2,
+            UnKind::Sign => 3,
+            UnKind::Exp => 4,
+            UnKind::Log => 5,
+            UnKind::Sigmoid => 6,
+            UnKind::Tanh => 7,
+            UnKind::LeakyRelu(_) => 8,
+        }
+    }
+    /// The attribute `st_unary` reads (LeakyRelu's slope), else 0.
+    fn alpha(self) -> f32 {
+        match self {
+            UnKind::LeakyRelu(a) => a,
+            _ => 0.0,
         }
     }
     /// The f32 operation, as `st_unary` computes it (the same libm
@@ -264,6 +295,13 @@ impl UnKind {
             UnKind::Log => x.ln(),
             UnKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UnKind::Tanh => x.tanh(),
+            UnKind::LeakyRelu(a) => {
+                if x < 0.0 {
+                    a * x
+                } else {
+                    x
+                }
+            }
         }
     }
 }
@@ -299,8 +337,9 @@ impl Op for Unary {
             &[
                 ("x", x.expr),
                 ("y", y),
-                ("op", (self.0 as u8).to_string()),
+                ("op", self.0.code().to_string()),
                 ("n", x.ty.numel().to_string()),
+                ("alpha", super::c_float(self.0.alpha())),
             ],
         );
         Ok(())
@@ -309,11 +348,13 @@ impl Op for Unary {
 
 /// ONNX Runtime's activation gradients from the forward output `Y`:
 /// `SigmoidGrad(dY, Y) = dY * Y * (1 - Y)`, `TanhGrad(dY, Y) = dY * (1 -
-/// Y * Y)`, evaluated left to right as ORT's CPU kernels do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Y * Y)`, evaluated left to right as ORT's CPU kernels do, and
+/// `LeakyReluGrad(dY, Y) = Y > 0 ? dY : alpha * dY`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ActGrad {
     Sigmoid,
     Tanh,
+    LeakyRelu(f32),
 }
 
 impl ActGrad {
@@ -321,12 +362,28 @@ impl ActGrad {
         match self {
             ActGrad::Sigmoid => "SigmoidGrad",
             ActGrad::Tanh => "TanhGrad",
+            ActGrad::LeakyRelu(_) => "LeakyReluGrad",
+        }
+    }
+    /// The op code of `st_act_grad`, and its `alpha`.
+    fn code(self) -> (u8, f32) {
+        match self {
+            ActGrad::Sigmoid => (0, 0.0),
+            ActGrad::Tanh => (1, 0.0),
+            ActGrad::LeakyRelu(a) => (2, a),
         }
     }
     pub fn apply(self, dy: f32, y: f32) -> f32 {
         match self {
             ActGrad::Sigmoid => dy * y * (1.0 - y),
             ActGrad::Tanh => dy * (1.0 - y * y),
+            ActGrad::LeakyRelu(a) => {
+                if y > 0.0 {
+                    dy
+                } else {
+                    a * dy
+                }
+            }
         }
     }
 }
@@ -343,6 +400,12 @@ impl Op for ActGrad {
         grad_pair_eval(inputs, |d, y| self.apply(d, y))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        grad_pair_emit(cx, "st_act_grad", "y", &[("op", (*self as u8).to_string())])
+        let (op, alpha) = self.code();
+        grad_pair_emit(
+            cx,
+            "st_act_grad",
+            "y",
+            &[("op", op.to_string()), ("alpha", super::c_float(alpha))],
+        )
     }
 }
