@@ -27,7 +27,7 @@ pub enum Engine {
 /// references) or a bare program from `.onnx` files.
 pub enum Loaded {
     Fixture(Box<Fixture>),
-    Program(Program),
+    Program(Box<Program>),
 }
 
 impl Loaded {
@@ -63,7 +63,7 @@ pub fn load_program(input: &Path, optimizer: Option<&Path>, reg: &Registry) -> R
     } else {
         Program::single(crate::onnx::import(&model, reg)?)?
     };
-    Ok(Loaded::Program(p))
+    Ok(Loaded::Program(Box::new(p)))
 }
 
 /// Plan a program into L2 and check the plan independently.

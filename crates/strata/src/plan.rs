@@ -79,7 +79,7 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
     let mut index = vec![None; n];
     let mut next = 0;
     let mut out = vec![None; n];
-    for t in 0..n {
+    for (t, slot) in out.iter_mut().enumerate() {
         let r = find(&mut parent, t);
         if p.roles[r] == Role::Constant {
             continue;
@@ -88,7 +88,7 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
             next += 1;
             next - 1
         });
-        out[t] = Some(gi);
+        *slot = Some(gi);
     }
     out
 }

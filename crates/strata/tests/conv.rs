@@ -70,7 +70,7 @@ impl Problem {
             // (o * s when consistent, else the smallest; see in_extent).
             let o = (i + a + b - kk) / ss + 1;
             let lo = ((o - 1) * ss + kk) as i64 - (a + b) as i64;
-            let rec = if lo <= (o * ss) as i64 && (o * ss) as i64 <= lo + ss as i64 - 1 {
+            let rec = if lo <= (o * ss) as i64 && ((o * ss) as i64) < lo + ss as i64 {
                 (o * ss) as i64
             } else {
                 lo

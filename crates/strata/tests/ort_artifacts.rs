@@ -33,6 +33,7 @@ const ALL_MODELS: [&str; 8] = [
     "mlp_mse",
     "mlp_l1",
     "mlp_bce",
+    "mlp_acts",
 ];
 /// Interpreter vs compiled C.
 const ENGINES_AGREE: f32 = 1e-6;
@@ -701,8 +702,7 @@ fn adamw_optimizer_becomes_state_and_one_update_per_parameter() {
 fn adamw64(
     w: &[f32],
     g: &[f32],
-    m1: &[f32],
-    m2: &[f32],
+    (m1, m2): (&[f32], &[f32]),
     lr: f64,
     step: i64,
     (alpha, beta, eps, wd): (f64, f64, f64, f64),
@@ -734,7 +734,7 @@ fn adamw_kernels_match_f64_and_c_matches_reference() {
     use strata::onnx::proto::AttributeProto;
     use strata::ops::STRATA;
     use strata::tensor::DType;
-    let mut r = Rng(0xada_3);
+    let mut r = Rng(0xada3);
     for case in 0..8 {
         let mode = case % 2;
         let n = 1 + r.below(40);
@@ -789,8 +789,7 @@ fn adamw_kernels_match_f64_and_c_matches_reference() {
         let want = adamw64(
             w.as_f32(),
             g.as_f32(),
-            m1.as_f32(),
-            m2.as_f32(),
+            (m1.as_f32(), m2.as_f32()),
             lr as f64,
             step,
             (hp.0 as f64, hp.1 as f64, hp.2 as f64, hp.3 as f64),

@@ -190,7 +190,7 @@ fn maxpool_hand_checked_indices_are_flat_over_the_tensor() {
         vec![Some(dy), Some(out[1].clone())],
         &[true],
     );
-    let mut want = vec![0f32; 16];
+    let mut want = [0f32; 16];
     want[1] = 10.;
     want[6] = 20.;
     want[9] = 30.;

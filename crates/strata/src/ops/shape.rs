@@ -263,9 +263,12 @@ impl Op for Transpose {
 
 /// Slice with starts/ends/axes/steps from constant inputs (opset >= 10) or
 /// attributes (opset 1).
+/// Opset-1 attributes: starts, ends and optional axes.
+type SliceAttrs = (Vec<i64>, Vec<i64>, Option<Vec<i64>>);
+
 #[derive(Debug)]
 pub struct Slice {
-    pub attr: Option<(Vec<i64>, Vec<i64>, Option<Vec<i64>>)>,
+    pub attr: Option<SliceAttrs>,
 }
 
 impl Slice {

@@ -55,6 +55,9 @@ pub fn register(r: &mut Registry) {
     });
 }
 
+/// Batch shape, then A's and B's element strides per batch dimension.
+pub(crate) type BatchBroadcast = (Vec<usize>, Vec<usize>, Vec<usize>);
+
 /// The broadcast batch shape of two batched matrix operands, and each
 /// operand's element stride per batch dimension (0 where it broadcasts),
 /// given the elements of one matrix of each. Shared by MatMul and FusedMatMul.
@@ -64,7 +67,7 @@ pub(crate) fn batch_broadcast(
     a_mat: usize,
     b_mat: usize,
     op: &str,
-) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>), OpError> {
+) -> Result<BatchBroadcast, OpError> {
     let batch = broadcast_shape(ab, bb).map_err(|e| op_err!("{op} batch dims: {}", e.0))?;
     ensure!(
         batch.len() <= 8,
