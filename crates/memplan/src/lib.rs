@@ -116,10 +116,9 @@ pub struct Solution {
 /// Solver errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    #[error(
-        "does not fit: best peak found {best_peak} exceeds capacity {capacity} by {} bytes (proven lower bound {lower_bound})",
-        best_peak.saturating_sub(*capacity)
-    )]
+    /// No placement within the capacity. Proven impossible when
+    /// `lower_bound > capacity`; otherwise none was found in the time limit.
+    #[error("{}", does_not_fit(*capacity, *best_peak, *lower_bound))]
     DoesNotFit {
         capacity: u64,
         best_peak: u64,
@@ -129,6 +128,20 @@ pub enum Error {
     InvalidBuffer { id: String, reason: String },
     #[error("fixed buffers {a} and {b} overlap in time and space")]
     FixedOverlap { a: String, b: String },
+}
+
+fn does_not_fit(capacity: u64, best_peak: u64, lower_bound: u64) -> String {
+    if lower_bound > capacity {
+        format!(
+            "does not fit: every placement needs at least {lower_bound} bytes, {} more than the capacity {capacity} (best peak found {best_peak})",
+            lower_bound - capacity
+        )
+    } else {
+        format!(
+            "no placement within the capacity {capacity} found in the time limit: the best peak found, {best_peak}, exceeds it by {} bytes; the proven lower bound {lower_bound} fits, so a longer time limit may find one",
+            best_peak.saturating_sub(capacity)
+        )
+    }
 }
 
 pub(crate) fn align_up(v: u64, a: u64) -> u64 {
@@ -291,7 +304,24 @@ mod tests {
                 lower_bound: 8
             }
         );
-        assert!(e.to_string().contains("by 2 bytes"));
+        assert!(
+            e.to_string()
+                .contains("needs at least 8 bytes, 2 more than the capacity 6"),
+            "{e}"
+        );
+        // Not proven: the lower bound fits, only the search fell short.
+        let e = Error::DoesNotFit {
+            capacity: 10,
+            best_peak: 12,
+            lower_bound: 9,
+        };
+        assert!(
+            e.to_string()
+                .contains("no placement within the capacity 10")
+                && e.to_string().contains("exceeds it by 2 bytes")
+                && e.to_string().contains("lower bound 9 fits"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -38,12 +38,21 @@ pub enum Error {
     #[error("{path}: {msg}")]
     Data { path: PathBuf, msg: String },
     /// The program does not fit a memory level.
-    #[error("memory level {level}: the program needs {needed} bytes but the level holds {capacity}: {missing} bytes short")]
+    /// `proven`: no plan can do better than `needed`; otherwise `needed` is
+    /// the best plan the planner found in its time limit and `lower_bound`
+    /// (which fits) is what is proven.
+    #[error(
+        "memory level {level}: {} {needed} bytes but the level holds {capacity}: {missing} bytes short{}",
+        if *proven { "the program needs at least" } else { "the best plan found needs" },
+        if *proven { String::new() } else { format!(" (the proven lower bound, {lower_bound} bytes, fits: a longer planning time limit may find a plan)") }
+    )]
     DoesNotFit {
         level: String,
         needed: u64,
         capacity: u64,
         missing: u64,
+        proven: bool,
+        lower_bound: u64,
     },
     /// The memory plan failed its independent check (a strata bug).
     #[error("memory plan check failed: {0}")]

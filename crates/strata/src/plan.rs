@@ -176,16 +176,15 @@ pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPl
             best_peak,
             lower_bound,
         } => {
-            let needed = if lower_bound > capacity {
-                lower_bound
-            } else {
-                best_peak
-            };
+            let proven = lower_bound > capacity;
+            let needed = if proven { lower_bound } else { best_peak };
             Error::DoesNotFit {
                 level: "L2".into(),
                 needed,
                 capacity,
                 missing: needed - capacity,
+                proven,
+                lower_bound,
             }
         }
         #[allow(unreachable_patterns)]
