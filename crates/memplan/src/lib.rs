@@ -12,7 +12,8 @@
 //! Determinism: with `threads: 1`, for the same input and options the result
 //! is the same, except that the time limit may cut the exact search short at
 //! a different point on a slower or busier machine (the greedy phase is never
-//! cut). With more threads the exact search races complementary
+//! cut). A node budget (`Options::node_limit`) cuts it at the same point
+//! everywhere; strata plans with one and a time limit that only backs it up. With more threads the exact search races complementary
 //! configurations, so the placement may differ between runs (which thread
 //! wins is timing-dependent); every result still passes [`check`], fits the
 //! capacity when it is reported to, and is marked optimal only when proven.
@@ -28,6 +29,8 @@ mod skyline;
 pub use bound::lower_bound;
 pub use check::{check, CheckError};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One buffer to place.
@@ -85,6 +88,12 @@ pub struct Options {
     /// `optimal` only when proven). Default: the available parallelism,
     /// at most 2.
     pub threads: usize,
+    /// A budget of exact-search nodes, over all restarts and groups; spent,
+    /// it ends the search like the time limit does. Unlike the time limit it
+    /// ends the search at the same point on every machine, so with
+    /// `threads: 1` and a time limit that is never reached first the result
+    /// is the same everywhere (strata plans this way). `None`: no budget.
+    pub node_limit: Option<u64>,
 }
 
 impl Default for Options {
@@ -95,6 +104,7 @@ impl Default for Options {
             threads: std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
                 .min(2),
+            node_limit: None,
         }
     }
 }
@@ -200,6 +210,45 @@ fn validate(p: &Problem) -> Result<(), Error> {
     Ok(())
 }
 
+/// When the exact search must stop: a wall-clock deadline and, optionally, a
+/// node budget shared by every search of one `solve` call.
+#[derive(Clone, Debug)]
+pub(crate) struct Deadline {
+    at: Instant,
+    budget: Option<Arc<NodeBudget>>,
+}
+
+#[derive(Debug)]
+struct NodeBudget {
+    spent: AtomicU64,
+    limit: u64,
+}
+
+impl Deadline {
+    pub(crate) fn new(at: Instant, node_limit: Option<u64>) -> Deadline {
+        Deadline {
+            at,
+            budget: node_limit.map(|limit| {
+                Arc::new(NodeBudget {
+                    spent: AtomicU64::new(0),
+                    limit,
+                })
+            }),
+        }
+    }
+
+    /// Called by a search every `nodes` nodes: charges them to the budget
+    /// and says whether the search must stop (budget spent or time up).
+    pub(crate) fn passed(&self, nodes: u64) -> bool {
+        if let Some(b) = &self.budget {
+            if b.spent.fetch_add(nodes, Ordering::Relaxed) + nodes >= b.limit {
+                return true;
+            }
+        }
+        Instant::now() >= self.at
+    }
+}
+
 /// Stack of each exact-search thread (virtual: only what the recursion
 /// touches is committed).
 pub(crate) const SEARCH_STACK: usize = 256 << 20;
@@ -207,7 +256,7 @@ pub(crate) const SEARCH_STACK: usize = 256 << 20;
 /// Plan `p`. See the crate documentation for the semantics of the options.
 pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let start = Instant::now();
-    let deadline = start + opts.time_limit;
+    let deadline = Deadline::new(start + opts.time_limit, opts.node_limit);
     validate(p)?;
     let lb = lower_bound(p);
     let mut offsets = greedy::portfolio(p);

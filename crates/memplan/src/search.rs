@@ -42,10 +42,9 @@
 //! explored is thrown away. Running out of the space proves the last
 //! incumbent optimal; running out of time leaves the gap to the lower bound.
 
-use crate::{align_up, greedy::Graph, Problem};
+use crate::{align_up, greedy::Graph, Deadline, Problem};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 pub(crate) struct Outcome {
     pub offsets: Vec<u64>,
@@ -88,7 +87,7 @@ struct Dfs {
     aborted: bool,
     /// Heuristic (incomplete) runs branch only on buffers at the lowest f.
     restrict: bool,
-    deadline: Instant,
+    deadline: Deadline,
     timed_out: bool,
     stop: bool,
     /// Stop flag shared by the threads of a parallel portfolio.
@@ -97,7 +96,7 @@ struct Dfs {
 }
 
 impl Dfs {
-    fn new(p: &Problem, members: &[usize], deadline: Instant) -> Dfs {
+    fn new(p: &Problem, members: &[usize], deadline: Deadline) -> Dfs {
         let bs = &p.buffers;
         let movable: Vec<usize> = members
             .iter()
@@ -289,7 +288,7 @@ impl Dfs {
 
     fn dfs(&mut self, w: u64, prev_key: u32, peak: u64) {
         self.nodes += 1;
-        if self.nodes & 255 == 0 && Instant::now() >= self.deadline {
+        if self.nodes & 255 == 0 && self.deadline.passed(256) {
             self.timed_out = true;
             self.stop = true;
         }
@@ -463,7 +462,7 @@ pub(crate) fn improve(
     incumbent: &[u64],
     peak: u64,
     goal: u64,
-    deadline: Instant,
+    deadline: Deadline,
     lb: u64,
     minimize: bool,
     capacity: Option<u64>,
@@ -492,9 +491,9 @@ pub(crate) fn improve(
             floor
         };
         let g = if crate::skyline::applies(p, members) {
-            run_skyline(p, members, deadline, cap, floor, threads)
+            run_skyline(p, members, deadline.clone(), cap, floor, threads)
         } else {
-            run_general(p, members, deadline, cap, floor)
+            run_general(p, members, deadline.clone(), cap, floor)
         };
         let newpeak = match &g.best {
             Some((pk, loc)) => {
@@ -564,7 +563,7 @@ struct Shared {
 fn run_skyline(
     p: &Problem,
     members: &[usize],
-    deadline: Instant,
+    deadline: Deadline,
     cap: u64,
     goal: u64,
     threads: usize,
@@ -582,6 +581,7 @@ fn run_skyline(
         let hs: Vec<_> = (1..threads as u32)
             .map(|k| {
                 let sh = &sh;
+                let deadline = deadline.clone();
                 // The search recurses once per node of its path.
                 std::thread::Builder::new()
                     .stack_size(crate::SEARCH_STACK)
@@ -633,7 +633,7 @@ fn run_skyline(
 fn run_skyline_one(
     p: &Problem,
     members: &[usize],
-    deadline: Instant,
+    deadline: Deadline,
     cap: u64,
     goal: u64,
     variant: u32,
@@ -647,13 +647,13 @@ fn run_skyline_one(
     let base = knob("MEMPLAN_BASE", RESTART_BASE);
     let v0 = knob("MEMPLAN_V0", 0) as u32;
     let mode = knob("MEMPLAN_MODE", 2) as u32;
-    let mut fwd = crate::skyline::Sky::new(p, members, deadline, flip);
+    let mut fwd = crate::skyline::Sky::new(p, members, deadline.clone(), flip);
     // The level bound only checks sections without slack; unless many
     // sections have none at the goal (K: 45%; E, F, I: under 15%) it
     // rarely prunes and only costs.
     let perfect = fwd.tight_sections(goal) > 0;
     let tight = fwd.tight_sections(goal) * 5 >= fwd.sections();
-    let mut bwd = crate::skyline::Sky::new(p, members, deadline, !flip);
+    let mut bwd = crate::skyline::Sky::new(p, members, deadline.clone(), !flip);
     for d in [&mut fwd, &mut bwd] {
         d.cap = cap;
         d.goal = goal;
@@ -839,7 +839,7 @@ fn run_skyline_one(
 fn run_general(
     p: &Problem,
     members: &[usize],
-    deadline: Instant,
+    deadline: Deadline,
     cap: u64,
     goal: u64,
 ) -> GroupResult {

@@ -75,10 +75,9 @@
 //! a smaller cap: through another path, after a failing sibling component,
 //! or in a later restart. (Only a hash collision could prune wrongly.)
 
-use crate::Problem;
+use crate::{Deadline, Problem};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 const INF: u64 = u64::MAX;
 const NONE: u32 = u32::MAX;
@@ -294,7 +293,7 @@ pub(crate) struct Sky {
     /// Node budget of the current run (restarts); `u64::MAX` for none.
     node_limit: u64,
     pub aborted: bool,
-    deadline: Instant,
+    deadline: Deadline,
     pub timed_out: bool,
     stop: bool,
     /// Stop flag shared by the threads of a parallel portfolio.
@@ -306,7 +305,7 @@ pub(crate) struct Sky {
 impl Sky {
     /// `reversed`: run time backwards (the problem is symmetric in time; the
     /// mirrored search makes different early choices, which restarts use).
-    pub fn new(p: &Problem, members: &[usize], deadline: Instant, reversed: bool) -> Sky {
+    pub fn new(p: &Problem, members: &[usize], deadline: Deadline, reversed: bool) -> Sky {
         let bs = &p.buffers;
         let gid: Vec<usize> = members
             .iter()
@@ -648,7 +647,7 @@ impl Sky {
     /// Solve one connected component `[lo, hi)` of live sections.
     fn solve(&mut self, lo: usize, hi: usize) -> bool {
         self.nodes += 1;
-        if self.nodes & 1023 == 0 && Instant::now() >= self.deadline {
+        if self.nodes & 1023 == 0 && self.deadline.passed(1024) {
             self.timed_out = true;
             self.stop = true;
         }
@@ -863,7 +862,7 @@ impl Sky {
 mod tests {
     use super::*;
     use crate::{check, Buffer};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     /// Optimum by brute force: the best over all orders of "lowest gap
     /// among the earlier buffers that overlap in time" (sorting an optimal
@@ -941,7 +940,7 @@ mod tests {
             let opt = brute(&bs);
             let members: Vec<usize> = (0..n).collect();
             let far = Instant::now() + Duration::from_secs(60);
-            let mut d = Sky::new(&p, &members, far, case % 3 == 1);
+            let mut d = Sky::new(&p, &members, Deadline::new(far, None), case % 3 == 1);
             d.mode = (case % 4 / 2) as u32;
             d.level = case % 8 >= 4;
             d.cap = opt;

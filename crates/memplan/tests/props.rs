@@ -99,7 +99,7 @@ proptest! {
     #[test]
     fn exact_matches_brute_force(p in instance(7)) {
         let opt = brute_force(&p);
-        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1, node_limit: None }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert_eq!(s.peak, opt);
         prop_assert!(s.optimal);
@@ -110,17 +110,17 @@ proptest! {
     #[test]
     fn exact_matches_brute_force_plain(p in plain(7)) {
         let opt = brute_force(&p);
-        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1, node_limit: None }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert_eq!(s.peak, opt);
         prop_assert!(s.optimal);
         // Fit mode at the optimum must fit, one below must not.
         let mut q = p.clone();
         q.capacity = Some(opt);
-        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1 }).unwrap();
+        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1, node_limit: None }).unwrap();
         prop_assert!(check(&q, &f.offsets).is_ok());
         q.capacity = Some(opt - 1);
-        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1 });
+        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 1, node_limit: None });
         prop_assert!(below.is_err());
     }
 
@@ -128,7 +128,7 @@ proptest! {
     fn solutions_valid_and_never_worse_than_greedy(p in instance(40)) {
         let g = greedy::portfolio(&p);
         let gp = check(&p, &g).unwrap();
-        let s = solve(&p, &Options { time_limit: Duration::from_millis(50), minimize: true, threads: 1 }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_millis(50), minimize: true, threads: 1, node_limit: None }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert!(s.peak <= gp);
         prop_assert!(s.lower_bound <= s.peak);
@@ -137,7 +137,7 @@ proptest! {
         q.capacity = Some(s.peak);
         // (The time limit may cut the search short; then the error must
         // still be consistent.)
-        match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false, threads: 1 }) {
+        match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false, threads: 1, node_limit: None }) {
             Ok(f) => prop_assert!(check(&q, &f.offsets).is_ok()),
             Err(memplan::Error::DoesNotFit { capacity, best_peak, lower_bound }) => {
                 prop_assert!(best_peak > capacity && lower_bound <= capacity)
@@ -155,18 +155,33 @@ proptest! {
     /// mode fits exactly down to it.
     #[test]
     fn threaded_portfolio_is_checked(p in plain(12)) {
-        let one = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1 }).unwrap();
-        let two = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 2 }).unwrap();
+        let one = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 1, node_limit: None }).unwrap();
+        let two = solve(&p, &Options { time_limit: Duration::from_secs(20), minimize: true, threads: 2, node_limit: None }).unwrap();
         prop_assert_eq!(check(&p, &two.offsets).unwrap(), two.peak);
         prop_assert!(one.optimal && two.optimal);
         prop_assert_eq!(one.peak, two.peak);
         let mut q = p.clone();
         q.capacity = Some(one.peak);
-        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2 }).unwrap();
+        let f = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2, node_limit: None }).unwrap();
         prop_assert!(check(&q, &f.offsets).unwrap() <= one.peak);
         q.capacity = Some(one.peak - 1);
-        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2 });
+        let below = solve(&q, &Options { time_limit: Duration::from_secs(20), minimize: false, threads: 2, node_limit: None });
         prop_assert!(below.is_err());
+    }
+
+    /// A node budget ends the search at the same point every time: with one
+    /// thread and a time limit never reached, two solves agree exactly,
+    /// whatever the budget cuts short; the result is still checked and
+    /// never worse than the greedy.
+    #[test]
+    fn node_budget_is_deterministic(p in plain(40), budget in 1u64..3000) {
+        let gp = check(&p, &greedy::portfolio(&p)).unwrap();
+        let o = Options { time_limit: Duration::from_secs(60), minimize: true, threads: 1, node_limit: Some(budget) };
+        let a = solve(&p, &o).unwrap();
+        let b = solve(&p, &o).unwrap();
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(check(&p, &a.offsets).unwrap(), a.peak);
+        prop_assert!(a.peak <= gp && a.lower_bound <= a.peak);
     }
 
     /// Larger random instances under a short limit: whatever the threads
@@ -174,7 +189,7 @@ proptest! {
     #[test]
     fn threaded_portfolio_valid_on_larger(p in plain(40)) {
         let gp = check(&p, &greedy::portfolio(&p)).unwrap();
-        let s = solve(&p, &Options { time_limit: Duration::from_millis(30), minimize: true, threads: 2 }).unwrap();
+        let s = solve(&p, &Options { time_limit: Duration::from_millis(30), minimize: true, threads: 2, node_limit: None }).unwrap();
         prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         prop_assert!(s.peak <= gp && s.lower_bound <= s.peak);
     }

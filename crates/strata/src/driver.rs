@@ -13,8 +13,13 @@ use crate::program::Program;
 
 /// Default L2 budget: Siracusa's ~2 MB of L2, as the peer uses for data.
 pub const DEFAULT_L2: u64 = 2 * 1024 * 1024;
-/// Time the exact placement search may take per level.
-pub const PLAN_TIME: Duration = Duration::from_secs(1);
+/// Exact-search nodes the placement of one level may take. A node budget,
+/// not a time limit, ends the search, so that a plan cut short is cut at the
+/// same point on every machine and compiles stay byte-identical.
+pub const PLAN_NODES: u64 = 200_000;
+/// A backstop only: far beyond what `PLAN_NODES` takes on any instance seen
+/// (about a second on the largest); a plan cut by it may differ by machine.
+pub const PLAN_TIME: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -68,7 +73,7 @@ pub fn load_program(input: &Path, optimizer: Option<&Path>, reg: &Registry) -> R
 
 /// Plan a program into L2 and check the plan independently.
 pub fn plan_program(p: &Program, l2: u64) -> Result<MemoryPlan> {
-    let plan = plan::plan(p, l2, PLAN_TIME)?;
+    let plan = plan::plan(p, l2, PLAN_TIME, PLAN_NODES)?;
     plan::check(p, &plan)?;
     Ok(plan)
 }

@@ -65,6 +65,9 @@ enum Cmd {
         /// Seconds the exact search may take.
         #[arg(long, default_value_t = 1.0)]
         time_limit: f64,
+        /// Also stop the exact search after this many nodes. With it the search runs on one thread and, unless --time-limit ends it first, gives the same placement on every machine.
+        #[arg(long)]
+        node_limit: Option<u64>,
         /// Write the solution (the input plus an `offset` column) here; stdout when absent and not --json.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -171,13 +174,14 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             capacity,
             minimize,
             time_limit,
+            node_limit,
             output,
             json,
         } => plan_csv(
             &input,
             capacity,
             minimize,
-            time_limit,
+            (time_limit, node_limit),
             output.as_deref(),
             json,
         ),
@@ -204,7 +208,7 @@ fn plan_csv(
     input: &std::path::Path,
     capacity: Option<u64>,
     minimize: bool,
-    time_limit: f64,
+    (time_limit, node_limit): (f64, Option<u64>),
     output: Option<&std::path::Path>,
     json: bool,
 ) -> strata::Result<ExitCode> {
@@ -219,11 +223,16 @@ fn plan_csv(
             "--time-limit must be a non-negative number of seconds, found {time_limit}"
         )));
     }
-    let opts = memplan::Options {
+    let mut opts = memplan::Options {
         time_limit: std::time::Duration::from_secs_f64(time_limit),
         minimize: minimize || problem.capacity.is_none(),
+        node_limit,
         ..Default::default()
     };
+    if node_limit.is_some() {
+        // A node budget is there for reproducible placements: one thread.
+        opts.threads = 1;
+    }
     let start = std::time::Instant::now();
     let sol = memplan::solve(&problem, &opts)
         .map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;

@@ -93,8 +93,14 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
     out
 }
 
-/// Plan the program into one level of `capacity` bytes.
-pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPlan> {
+/// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
+/// `time_limit`, whichever comes first.
+pub fn plan(
+    p: &Program,
+    capacity: u64,
+    time_limit: Duration,
+    node_limit: u64,
+) -> Result<MemoryPlan> {
     let g = &p.graph;
     let group_of = groups(p);
     let n_groups = group_of.iter().flatten().max().map_or(0, |m| m + 1);
@@ -168,6 +174,7 @@ pub fn plan(p: &Program, capacity: u64, time_limit: Duration) -> Result<MemoryPl
             time_limit,
             minimize: true,
             threads: 1,
+            node_limit: Some(node_limit),
         },
     )
     .map_err(|e| match e {
