@@ -72,17 +72,20 @@ fn random_program(seed: u64, n_nodes: usize) -> Program {
     Program::single(strata::onnx::import(&m, &Registry::standard()).unwrap()).unwrap()
 }
 
+/// A short backstop; the node budget ends the search first.
+const TIME: std::time::Duration = std::time::Duration::from_millis(200);
+const NODES: u64 = 20_000;
+
+/// Plans `p` into a level large enough for anything.
+fn plan_unbounded(p: &Program) -> plan::MemoryPlan {
+    plan::plan(p, u64::MAX / 4, TIME, NODES).unwrap()
+}
+
 #[test]
 fn random_programs_plan_and_check() {
     for seed in 0..60u64 {
         let p = random_program(seed * 7919 + 1, 5 + (seed as usize % 30));
-        let pl = plan::plan(
-            &p,
-            u64::MAX / 4,
-            std::time::Duration::from_millis(200),
-            20_000,
-        )
-        .unwrap();
+        let pl = plan_unbounded(&p);
         plan::check(&p, &pl).unwrap();
         assert!(pl.arena_bytes >= pl.lower_bound);
         // Every group is aligned and inside the arena.
@@ -98,13 +101,7 @@ fn checker_catches_overlapping_live_ranges() {
     let mut caught = 0;
     for seed in 0..40u64 {
         let p = random_program(seed * 104729 + 3, 12);
-        let mut pl = plan::plan(
-            &p,
-            u64::MAX / 4,
-            std::time::Duration::from_millis(200),
-            20_000,
-        )
-        .unwrap();
+        let mut pl = plan_unbounded(&p);
         // Find two groups live at once and place them on the same bytes.
         let n = pl.groups.len();
         let pair = (0..n)
@@ -129,26 +126,14 @@ fn checker_catches_overlapping_live_ranges() {
 #[test]
 fn checker_catches_misalignment_and_overflow() {
     let p = random_program(99, 10);
-    let mut pl = plan::plan(
-        &p,
-        u64::MAX / 4,
-        std::time::Duration::from_millis(200),
-        20_000,
-    )
-    .unwrap();
+    let mut pl = plan_unbounded(&p);
     pl.groups[0].offset += 4;
     pl.arena_bytes += 4;
     assert!(plan::check(&p, &pl)
         .unwrap_err()
         .to_string()
         .contains("aligned"));
-    let mut pl = plan::plan(
-        &p,
-        u64::MAX / 4,
-        std::time::Duration::from_millis(200),
-        20_000,
-    )
-    .unwrap();
+    let mut pl = plan_unbounded(&p);
     pl.arena_bytes -= 16;
     assert!(plan::check(&p, &pl).is_err());
 }
@@ -170,7 +155,7 @@ fn chain_reaches_hand_computed_bound() {
     );
     let m = strata::onnx::decode(&bytes, Path::new("chain.onnx")).unwrap();
     let p = Program::single(strata::onnx::import(&m, &Registry::standard()).unwrap()).unwrap();
-    let pl = plan::plan(&p, 1 << 20, std::time::Duration::from_millis(200), 20_000).unwrap();
+    let pl = plan::plan(&p, 1 << 20, TIME, NODES).unwrap();
     // x lives [0,1), a [0,2), b [1,3), c [2,3) (an output): at most two of 128 bytes at once.
     assert_eq!(pl.lower_bound, 256);
     assert_eq!(pl.arena_bytes, 256);

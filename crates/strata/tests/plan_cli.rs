@@ -87,37 +87,30 @@ fn node_limit_gives_the_same_placement_every_time() {
     // the budget, not the (long) time limit, ends it, at the same point.
     let p = memplan::cli::random_instance(300, 11);
     let input = scratch("budget.csv", &memplan::csv::write(&p, None));
-    let run = |k: u32| {
-        let out = input.with_extension(format!("{k}.out.csv"));
-        let args = [
+    let budgeted = |extra: &[&str]| {
+        let mut args = vec![
             "plan",
             input.to_str().unwrap(),
             "--time-limit",
             "600",
             "--node-limit",
             "500",
-            "-o",
-            out.to_str().unwrap(),
         ];
-        let (code, _, err) = strata(&args);
+        args.extend_from_slice(extra);
+        let (code, stdout, err) = strata(&args);
         assert_eq!(code, 0, "{err}");
+        stdout
+    };
+    let written = |k: u32| {
+        let out = input.with_extension(format!("{k}.out.csv"));
+        budgeted(&["-o", out.to_str().unwrap()]);
         std::fs::read_to_string(&out).unwrap()
     };
-    let (a, b) = (run(1), run(2));
+    let (a, b) = (written(1), written(2));
     assert_eq!(a, b);
     let solved = memplan::csv::read(&a).unwrap();
     let offsets: Vec<u64> = solved.buffers.iter().map(|b| b.offset.unwrap()).collect();
     memplan::check(&solved, &offsets).unwrap();
-    let (code, json, _) = strata(&[
-        "plan",
-        input.to_str().unwrap(),
-        "--time-limit",
-        "600",
-        "--node-limit",
-        "500",
-        "--json",
-    ]);
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(budgeted(&["--json"]).trim()).unwrap();
     assert_eq!(v["optimal"], false, "the budget ended the search: {v}");
 }
