@@ -13,7 +13,8 @@
 //! is the same, except that the time limit may cut the exact search short at
 //! a different point on a slower or busier machine (the greedy phase is never
 //! cut). A node budget (`Options::node_limit`) cuts it at the same point
-//! everywhere; strata plans with one and a time limit that only backs it up. With more threads the exact search races complementary
+//! everywhere; strata plans with one and a time limit that only backs it
+//! up. With more threads the exact search races complementary
 //! configurations, so the placement may differ between runs (which thread
 //! wins is timing-dependent); every result still passes [`check`], fits the
 //! capacity when it is reported to, and is marked optimal only when proven.

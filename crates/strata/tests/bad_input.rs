@@ -29,8 +29,9 @@ fn strata(args: &[&str]) -> (i32, String) {
     (out.status.code().expect("exited normally"), err)
 }
 
-/// Compile `onnx` bytes and expect a failure whose message contains every `needle`.
-fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
+/// Compile `onnx` bytes in a scratch directory: (that directory, the output
+/// directory asked for, exit code, stderr).
+fn compile_onnx(name: &str, onnx: &[u8]) -> (std::path::PathBuf, std::path::PathBuf, i32, String) {
     let d = tmp(name);
     let f = d.join("model.onnx");
     std::fs::write(&f, onnx).unwrap();
@@ -43,6 +44,12 @@ fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
         "-o",
         out.to_str().unwrap(),
     ]);
+    (d, out, code, err)
+}
+
+/// Compile `onnx` bytes and expect a failure whose message contains every `needle`.
+fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
+    let (d, out, code, err) = compile_onnx(name, onnx);
     assert_ne!(code, 0, "{name}: expected failure");
     for n in needles {
         assert!(
@@ -387,18 +394,8 @@ fn declared_output_shape_that_disagrees_is_an_error() {
         ],
     );
     // The size strata recovers, declared, compiles.
-    let d = tmp("declared-ok");
-    let f = d.join("model.onnx");
-    std::fs::write(&f, grad(&[1, 1, 9, 9])).unwrap();
-    let out = d.join("out");
-    let (code, err) = strata(&[
-        "compile",
-        f.to_str().unwrap(),
-        "--target",
-        "host",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (d, out, code, err) = compile_onnx("declared-ok", &grad(&[1, 1, 9, 9]));
     assert_eq!(code, 0, "{err}");
+    assert!(out.join("model.c").exists(), "{}", out.display());
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -117,12 +117,7 @@ fn sequence_optimizer_becomes_one_in_place_update_per_parameter() {
     let reg = Registry::standard();
     for m in MODELS {
         let dir = example(m);
-        let p = Program::training(
-            &dir.join("training_model.onnx"),
-            Some(&dir.join("optimizer_model.onnx")),
-            &reg,
-        )
-        .unwrap();
+        let p = artifact_program(&dir, &reg);
         let g = &p.graph;
         let lr = p.learning_rate.expect("learning rate input");
         assert_eq!(g.name(lr), "learning_rate");
@@ -224,6 +219,16 @@ fn with_optimizer_of(
     edit(&mut m);
     std::fs::write(d.join("optimizer_model.onnx"), m.encode_to_vec()).unwrap();
     d
+}
+
+/// The program of an ORT artifact directory: training plus optimizer model.
+fn artifact_program(dir: &Path, reg: &Registry) -> Program {
+    Program::training(
+        &dir.join("training_model.onnx"),
+        Some(&dir.join("optimizer_model.onnx")),
+        reg,
+    )
+    .unwrap()
 }
 
 fn load_err(d: &Path) -> String {
@@ -643,12 +648,7 @@ fn fused_matmul_random_and_by_hand() {
 fn adamw_optimizer_becomes_state_and_one_update_per_parameter() {
     let reg = Registry::standard();
     let dir = example("mlp_adamw");
-    let p = Program::training(
-        &dir.join("training_model.onnx"),
-        Some(&dir.join("optimizer_model.onnx")),
-        &reg,
-    )
-    .unwrap();
+    let p = artifact_program(&dir, &reg);
     let g = &p.graph;
     let opt: Vec<_> = g.nodes[p.train_end..].iter().collect();
     // One step count, then one AdamW per parameter.

@@ -1,7 +1,7 @@
 //! Gemm, Relu/ReluGrad, the view ops, and the reductions.
 
 use super::util::{grad_pair_emit, grad_pair_eval, grad_pair_type, norm_axis};
-use super::{arg, boxed, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{arg, boxed, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -413,11 +413,7 @@ impl Op for View {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        vec![Alias {
-            output: 0,
-            input: 0,
-            kind: AliasKind::View,
-        }]
+        vec![Alias::view(0, 0)]
     }
 }
 

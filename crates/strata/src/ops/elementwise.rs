@@ -231,16 +231,6 @@ pub enum UnKind {
 }
 
 impl UnKind {
-    pub const ALL: [UnKind; 8] = [
-        UnKind::Sqrt,
-        UnKind::Abs,
-        UnKind::Neg,
-        UnKind::Sign,
-        UnKind::Exp,
-        UnKind::Log,
-        UnKind::Sigmoid,
-        UnKind::Tanh,
-    ];
     pub fn name(self) -> &'static str {
         match self {
             UnKind::Sqrt => "Sqrt",

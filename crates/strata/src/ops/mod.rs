@@ -83,6 +83,26 @@ pub struct Alias {
     pub kind: AliasKind,
 }
 
+impl Alias {
+    /// Output `output` is written over input `input`'s buffer.
+    pub fn in_place(output: usize, input: usize) -> Alias {
+        Alias {
+            output,
+            input,
+            kind: AliasKind::InPlace,
+        }
+    }
+
+    /// Output `output` is input `input`'s bytes, unchanged.
+    pub fn view(output: usize, input: usize) -> Alias {
+        Alias {
+            output,
+            input,
+            kind: AliasKind::View,
+        }
+    }
+}
+
 pub trait Op: fmt::Debug + Send + Sync {
     /// Output types from input types (and constant input values).
     fn infer(

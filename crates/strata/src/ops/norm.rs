@@ -8,9 +8,7 @@
 //! mean and inverse standard deviation. Both C kernels split channels over
 //! cores; the reference kernels repeat their loops and f32 arithmetic.
 
-use super::{
-    arg, boxed, c_float, req, Alias, AliasKind, EmitCx, Op, OpError, OpInput, Registry, MS,
-};
+use super::{arg, boxed, c_float, req, Alias, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::ensure;
 use crate::tensor::{DType, Tensor, TensorType};
 
@@ -204,18 +202,7 @@ impl Op for BatchNormTrain {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        vec![
-            Alias {
-                output: 1,
-                input: 3,
-                kind: AliasKind::InPlace,
-            },
-            Alias {
-                output: 2,
-                input: 4,
-                kind: AliasKind::InPlace,
-            },
-        ]
+        vec![Alias::in_place(1, 3), Alias::in_place(2, 4)]
     }
 }
 

@@ -4,8 +4,7 @@
 //! memory plan gives output and input one home.
 
 use super::{
-    arg, boxed, c_float, req, Alias, AliasKind, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS,
-    STRATA,
+    arg, boxed, c_float, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS, STRATA,
 };
 use crate::tensor::{DType, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -87,13 +86,7 @@ impl Op for Accumulate {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        (0..2)
-            .map(|o| Alias {
-                output: o,
-                input: 0,
-                kind: AliasKind::InPlace,
-            })
-            .collect()
+        vec![Alias::in_place(0, 0), Alias::in_place(1, 0)]
     }
 }
 
@@ -154,11 +147,7 @@ impl Op for Sgd {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        vec![Alias {
-            output: 0,
-            input: 0,
-            kind: AliasKind::InPlace,
-        }]
+        vec![Alias::in_place(0, 0)]
     }
 }
 
@@ -309,14 +298,11 @@ impl Op for AdamW {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        [(0, 0), (1, 2), (2, 3)]
-            .into_iter()
-            .map(|(output, input)| Alias {
-                output,
-                input,
-                kind: AliasKind::InPlace,
-            })
-            .collect()
+        vec![
+            Alias::in_place(0, 0),
+            Alias::in_place(1, 2),
+            Alias::in_place(2, 3),
+        ]
     }
 }
 
@@ -349,10 +335,6 @@ impl Op for StepCount {
         Ok(())
     }
     fn aliases(&self) -> Vec<Alias> {
-        vec![Alias {
-            output: 0,
-            input: 0,
-            kind: AliasKind::InPlace,
-        }]
+        vec![Alias::in_place(0, 0)]
     }
 }
