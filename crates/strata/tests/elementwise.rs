@@ -1,13 +1,10 @@
 //! Element-wise ops: broadcasting binary ops, the unary float ops and the
-//! activation gradients — C kernel vs reference
-//! kernel on random broadcast problems, the reference against an independent
-//! f64 computation, hand-checked cases, errors, and the Deeploy kernel suites
-//! of this family through both engines.
+//! activation gradients — C kernel vs reference kernel on random problems,
+//! the reference against an independent f64 computation, hand-checked cases
+//! and errors. (The Deeploy kernel suites run in `kernels.rs`.)
 
-use strata::driver::{self, Engine};
 use strata::ops::{Attrs, OpInput, Registry};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
-use strata::testing::shared_dir as shared;
 use strata::testing::{attr_f, run_both, single_node, In, Rng};
 
 /// Interpreter vs compiled C: the same f32 operation per element, so equal.
@@ -191,37 +188,6 @@ fn errors_are_clear() {
     .unwrap_err();
     assert!(e.contains("rank 9 exceeds 8"), "{e}");
 }
-
-/// Every kernel-test dir (with a network.onnx) under `rel`, through both engines.
-pub fn check_suites(rels: &[&str]) {
-    let Some(s) = shared() else { return };
-    let root = s.join("fixtures/deeploy/Kernels/FP32");
-    let reg = Registry::standard();
-    let mut dirs = Vec::new();
-    for rel in rels {
-        let mut stack = vec![root.join(rel)];
-        while let Some(d) = stack.pop() {
-            if d.join("network.onnx").is_file() {
-                dirs.push(d.clone());
-            }
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                if e.path().is_dir() {
-                    stack.push(e.path());
-                }
-            }
-        }
-    }
-    assert!(!dirs.is_empty());
-    for d in dirs {
-        for engine in [Engine::Interp, Engine::C] {
-            let rep = driver::check(&d, engine, u64::MAX / 4, None, &reg)
-                .unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-            assert!(rep.ok, "{} {engine:?}: {:?}", d.display(), rep.failures);
-        }
-    }
-}
-
-// Split in three so the suites run in parallel.
 
 /// The unary float ops (what ONNX Runtime's L1 and BCE-with-logits losses
 /// and their gradients are built from) and SigmoidGrad / TanhGrad: the
