@@ -4,7 +4,7 @@
 Requirements (Python 3.11):  pip install numpy onnx onnxruntime-training==1.19.2
 Run from anywhere:            python3 examples/gen_ort.py
 
-For each small model (mlp, cnn, vit) this script
+For each model in MODELS (mlp, cnn, vit and mlp variants) this script
 
 1. builds the forward ONNX model with onnx.helper, initial weights as
    initializers drawn from a fixed seed;
