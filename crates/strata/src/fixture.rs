@@ -568,27 +568,38 @@ fn tensor_error(a: &Tensor, r: &Tensor, tol: &Tolerance) -> (f32, bool) {
     }
 }
 
-pub fn compare(f: &Fixture, r: &Results) -> Comparison {
+/// Compare a run with the fixture's reference. A run that produced a
+/// different number of losses or tensors than the reference holds is an
+/// error, not a comparison of the part that lines up.
+pub fn compare(f: &Fixture, r: &Results) -> Result<Comparison> {
     let tol = &f.tolerance;
     let mut failures = Vec::new();
     let mut ok = true;
+    if let Some(refl) = &f.ref_losses {
+        if refl.len() != r.losses.len() {
+            return Err(Error::Usage(format!(
+                "{}: the run produced {} losses but the reference holds {} (one per mini-batch)",
+                f.dir.display(),
+                r.losses.len(),
+                refl.len()
+            )));
+        }
+    }
+    if r.tensors.len() != f.ref_tensors.len() {
+        return Err(Error::Usage(format!(
+            "{}: the run produced {} tensors for {} references",
+            f.dir.display(),
+            r.tensors.len(),
+            f.ref_tensors.len()
+        )));
+    }
     let max_abs_loss_error = f.ref_losses.as_ref().map(|refl| {
-        if refl.len() != r.losses.len() || !r.losses.iter().zip(refl).all(|(a, b)| tol.ok(*a, *b)) {
+        let err = max_abs_diff(&r.losses, refl);
+        if !r.losses.iter().zip(refl).all(|(a, b)| tol.ok(*a, *b)) {
             ok = false;
-            failures.push((
-                "loss".to_string(),
-                if refl.len() == r.losses.len() {
-                    max_abs_diff(&r.losses, refl)
-                } else {
-                    f32::INFINITY
-                },
-            ));
+            failures.push(("loss".to_string(), err));
         }
-        if refl.len() == r.losses.len() {
-            max_abs_diff(&r.losses, refl)
-        } else {
-            f32::INFINITY
-        }
+        err
     });
     let mut worst: Option<f32> = None;
     for ((name, _, reference), got) in f.ref_tensors.iter().zip(&r.tensors) {
@@ -599,10 +610,10 @@ pub fn compare(f: &Fixture, r: &Results) -> Comparison {
             failures.push((name.clone(), err));
         }
     }
-    Comparison {
+    Ok(Comparison {
         ok,
         max_abs_loss_error,
         max_abs_weight_error: worst,
         failures,
-    }
+    })
 }
