@@ -262,14 +262,15 @@ impl Program {
         }
     }
 
-    /// The running statistics: persistent state a `BatchNormalization` node
-    /// updates in place (its running mean and variance), in id order. With
-    /// the weights, what a training reference must hold.
+    /// The running statistics: persistent state a batch normalization node
+    /// (`BatchNormalization`, ONNX Runtime's `BatchNormInternal`) updates in
+    /// place (its running mean and variance), in id order. With the weights,
+    /// what a training reference must hold.
     pub fn running_statistics(&self) -> Vec<TensorId> {
         let g = &self.graph;
         let mut out = Vec::new();
         for n in &g.nodes {
-            if n.op_type != "BatchNormalization" {
+            if !n.op_type.starts_with("BatchNorm") {
                 continue;
             }
             for a in n.op.aliases() {
