@@ -351,10 +351,17 @@ fn inspect(target: &Path, shown: &Path) -> Result<Existing> {
             }
         }
     }
-    let entries = walk(target, false)?;
-    if entries.is_empty() {
+    // Only the top level until a manifest is found: a foreign directory
+    // (say /usr) is never walked.
+    let mut top = Vec::new();
+    for e in std::fs::read_dir(target).map_err(|e| Error::io(shown, e))? {
+        let e = e.map_err(|e| Error::io(shown, e))?;
+        top.push(e.file_name().to_string_lossy().into_owned());
+    }
+    if top.is_empty() {
         return Ok(Existing::Replaceable(Vec::new()));
     }
+    top.sort();
     let marker = target.join(MARKER);
     let manifest = match std::fs::symlink_metadata(&marker) {
         Ok(m) if m.is_file() => {
@@ -367,16 +374,11 @@ fn inspect(target: &Path, shown: &Path) -> Result<Existing> {
             })?
         }
         _ => {
-            let names: Vec<String> = entries
-                .iter()
-                .filter(|e| !e.rel.contains('/'))
-                .map(|e| e.rel.clone())
-                .collect();
             return Err(out_err(
                 shown,
                 format!(
                     "exists and is not a previous strata output (no `{MARKER}`; it holds {}); strata replaces only a directory it wrote itself: choose another output directory or move those files away",
-                    some_names(&names)
+                    some_names(&top)
                 ),
             ));
         }
@@ -467,17 +469,41 @@ pub fn produce<T>(target: &Path, write: impl FnOnce(&Path) -> Result<T>) -> Resu
         Ok(v) => v,
         Err(e) => return Err(staging.close_after(e)),
     };
-    match commit(&staging, &real, target) {
-        Ok(()) => {
-            staging.disarm();
-            Ok(value)
-        }
-        Err(e) => Err(staging.close_after(e)),
+    commit(staging, &real, target)?;
+    Ok(value)
+}
+
+/// Move the finished staging directory into place, then remove the
+/// previous output it replaced (if any).
+fn commit(staging: Scratch, real: &Path, shown: &Path) -> Result<()> {
+    let replaced = match move_into_place(&staging, real, shown) {
+        Ok(r) => r,
+        Err(e) => return Err(staging.close_after(e)),
+    };
+    // The staging directory is the output now: nothing of it to remove.
+    staging.disarm();
+    match replaced {
+        None => Ok(()),
+        Some((aside, old)) => remove_owned(&aside, &old).map_err(|e| {
+            out_err(
+                shown,
+                format!(
+                    "the new output is in place, but the previous one, moved aside to {}, could not be removed: {e}",
+                    aside.display()
+                ),
+            )
+        }),
     }
 }
 
-/// Write the manifest into the staging directory and move it into place.
-fn commit(staging: &Scratch, real: &Path, shown: &Path) -> Result<()> {
+/// Write the manifest into the staging directory and rename it to `real`;
+/// a previous output there is renamed aside first and returned with its
+/// entries. On an error the staging directory is still the caller's.
+fn move_into_place(
+    staging: &Scratch,
+    real: &Path,
+    shown: &Path,
+) -> Result<Option<(PathBuf, Vec<Entry>)>> {
     let dir = staging.path();
     let entries = walk(dir, true)?;
     if let Some(e) = entries.iter().find(|e| e.kind == Kind::Other) {
@@ -496,7 +522,10 @@ fn commit(staging: &Scratch, real: &Path, shown: &Path) -> Result<()> {
     }
     // Look again: the target may have changed while the output was written.
     match inspect(real, shown)? {
-        Existing::Nothing => std::fs::rename(dir, real).map_err(|e| Error::io(shown, e)),
+        Existing::Nothing => {
+            std::fs::rename(dir, real).map_err(|e| Error::io(shown, e))?;
+            Ok(None)
+        }
         Existing::Replaceable(old) => {
             let mut aside = dir.as_os_str().to_owned();
             aside.push(".old");
@@ -517,15 +546,7 @@ fn commit(staging: &Scratch, real: &Path, shown: &Path) -> Result<()> {
                     ),
                 });
             }
-            remove_owned(&aside, &old).map_err(|e| {
-                out_err(
-                    shown,
-                    format!(
-                        "the new output is in place, but the previous one, moved aside to {}, could not be removed: {e}",
-                        aside.display()
-                    ),
-                )
-            })
+            Ok(Some((aside, old)))
         }
     }
 }
