@@ -453,8 +453,9 @@ fn write_npz_rejects_inconsistent_arrays() {
 
 #[test]
 fn read_npz_file_errors_carry_the_path() {
-    let dir = std::env::temp_dir().join(format!("npz-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // A scratch directory tempfile removes when it is dropped.
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let missing = dir.join("missing.npz");
     let err = read_npz_file(&missing).unwrap_err();
     assert!(err.to_string().contains("missing.npz"), "{err}");
@@ -466,5 +467,4 @@ fn read_npz_file_errors_carry_the_path() {
     let arrays = numbered(samples());
     std::fs::write(&good, write_npz(&arrays).unwrap()).unwrap();
     assert_eq!(read_npz_file(&good).unwrap(), arrays);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::fixture::{self, Comparison, Fixture, Results};
 use crate::ops::Registry;
+use crate::outdir;
 use crate::plan::{self, MemoryPlan};
 use crate::program::Program;
 
@@ -139,7 +140,66 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
     s
 }
 
-/// Compile: plan and write the C project (with a harness when the input has data).
+/// `plan.json`: the plan with every group's tensors by id, name, role and
+/// size, so the file can be read without the program at hand.
+pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
+    use serde_json::json;
+    let g = &p.graph;
+    let groups: Vec<_> = plan
+        .groups
+        .iter()
+        .map(|grp| {
+            let tensors: Vec<_> = grp
+                .tensors
+                .iter()
+                .map(|t| {
+                    json!({
+                        "id": t.0,
+                        "name": g.name(*t),
+                        "role": format!("{:?}", p.role(*t)),
+                        "type": g.ty(*t).to_string(),
+                        "bytes": g.ty(*t).bytes(),
+                    })
+                })
+                .collect();
+            json!({
+                "offset": grp.offset,
+                "size": grp.size,
+                "lower": grp.lower,
+                "upper": grp.upper,
+                "tensors": tensors,
+            })
+        })
+        .collect();
+    let v = json!({
+        "level": plan.level,
+        "capacity": plan.capacity,
+        "arena_bytes": plan.arena_bytes,
+        "lower_bound": plan.lower_bound,
+        "constant_bytes": plan.constant_bytes,
+        "optimal": plan.optimal,
+        "groups": groups,
+    });
+    serde_json::to_string_pretty(&v).expect("plan serializes")
+}
+
+/// Write a planned program's C project (with a harness when given), its
+/// `plan.txt` and `plan.json` into `dir`; returns the C sources.
+pub fn write_output(
+    dir: &Path,
+    p: &Program,
+    plan: &MemoryPlan,
+    harness: Option<&str>,
+) -> Result<Vec<String>> {
+    let sources = crate::codegen::write_project(dir, p, plan, harness)?;
+    write_output_plan(dir, p, plan)?;
+    Ok(sources)
+}
+
+/// Compile: plan and write the C project (with a harness when the input has
+/// data) into `out`, by the rules of [`crate::outdir`]: the work happens in
+/// a fresh directory beside `out`, which replaces `out` only when everything
+/// succeeded and `out` is absent, empty, or a previous strata output.
 pub fn compile(
     input: &Path,
     optimizer: Option<&Path>,
@@ -147,27 +207,17 @@ pub fn compile(
     out: &Path,
     reg: &Registry,
 ) -> Result<(Loaded, MemoryPlan)> {
-    let loaded = load_program(input, optimizer, reg)?;
-    let p = loaded.program();
-    let plan = plan_program(p, l2)?;
-    let harness = match &loaded {
-        Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
-        Loaded::Program(_) => None,
-    };
-    // Write into a fresh directory first so a failure leaves no partial project behind.
-    let tmp = out.with_extension("strata-partial");
-    let _ = std::fs::remove_dir_all(&tmp);
-    crate::codegen::write_project(&tmp, p, &plan, harness.as_deref())?;
-    let summary = plan_summary(p, &plan);
-    std::fs::write(tmp.join("plan.txt"), &summary)
-        .map_err(|e| Error::io(tmp.join("plan.txt"), e))?;
-    let json = serde_json::to_string_pretty(&plan).expect("plan serializes");
-    std::fs::write(tmp.join("plan.json"), json).map_err(|e| Error::io(tmp.join("plan.json"), e))?;
-    if out.exists() {
-        std::fs::remove_dir_all(out).map_err(|e| Error::io(out, e))?;
-    }
-    std::fs::rename(&tmp, out).map_err(|e| Error::io(out, e))?;
-    Ok((loaded, plan))
+    outdir::produce(out, |dir| {
+        let loaded = load_program(input, optimizer, reg)?;
+        let p = loaded.program();
+        let plan = plan_program(p, l2)?;
+        let harness = match &loaded {
+            Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
+            Loaded::Program(_) => None,
+        };
+        write_output(dir, p, &plan, harness.as_deref())?;
+        Ok((loaded, plan))
+    })
 }
 
 /// The outcome of `strata check`.
@@ -201,31 +251,41 @@ pub fn check(
     workdir: Option<&Path>,
     reg: &Registry,
 ) -> Result<CheckReport> {
+    if let Some(w) = workdir {
+        // The path check first, before anything is read.
+        outdir::refuse(w, &outdir::Env::current()?)?;
+    }
     let f = fixture::load(dir, reg)?;
+    if f.ref_losses.is_none() && f.ref_tensors.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: nothing to compare: the fixture has no reference losses or tensors",
+            dir.display()
+        )));
+    }
     let plan = plan_program(&f.program, l2)?;
     let (results, c_output, c_ok) = match engine {
         Engine::Interp => (fixture::run_interp(&f)?, String::new(), None),
         Engine::C => {
-            let tmp;
-            let wd = match workdir {
-                Some(w) => w.to_path_buf(),
+            let run = |wd: &Path| -> Result<_> {
+                let r = crate::codegen::harness::run(&f, &plan, wd)?;
+                write_output_plan(wd, &f.program, &plan)?;
+                Ok(r)
+            };
+            let (r, out, ok) = match workdir {
+                Some(w) => outdir::produce(w, run)?,
                 None => {
-                    tmp = std::env::temp_dir().join(format!(
-                        "strata-check-{}-{}",
-                        std::process::id(),
-                        unique()
-                    ));
-                    tmp
+                    let scratch = outdir::Scratch::new("strata-check-")?;
+                    let r = run(scratch.path());
+                    let closed = scratch.close();
+                    let r = r?;
+                    closed?;
+                    r
                 }
             };
-            let (r, out, ok) = crate::codegen::harness::run(&f, &plan, &wd)?;
-            if workdir.is_none() {
-                let _ = std::fs::remove_dir_all(&wd);
-            }
             (r, out, Some(ok))
         }
     };
-    let cmp: Comparison = fixture::compare(&f, &results);
+    let cmp: Comparison = fixture::compare(&f, &results)?;
     if let Some(c_ok) = c_ok {
         if c_ok != cmp.ok {
             return Err(Error::Backend(format!(
@@ -255,8 +315,10 @@ pub fn check(
     })
 }
 
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+/// `plan.txt` and `plan.json` beside a project the harness wrote.
+fn write_output_plan(dir: &Path, p: &Program, plan: &MemoryPlan) -> Result<()> {
+    let txt = dir.join("plan.txt");
+    std::fs::write(&txt, plan_summary(p, plan)).map_err(|e| Error::io(&txt, e))?;
+    let json = dir.join("plan.json");
+    std::fs::write(&json, plan_json(p, plan)).map_err(|e| Error::io(&json, e))
 }

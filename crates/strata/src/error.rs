@@ -60,6 +60,9 @@ pub enum Error {
     /// Building or running the emitted C failed.
     #[error("C backend: {0}")]
     Backend(String),
+    /// An output directory strata may not write or replace (see `outdir`).
+    #[error("output {path}: {msg}")]
+    Output { path: PathBuf, msg: String },
     /// Anything else the user asked for that cannot be done.
     #[error("{0}")]
     Usage(String),

@@ -150,11 +150,49 @@ fn conform(
     })
 }
 
-fn meta(arrays: &BTreeMap<String, Tensor>, key: &str) -> Option<usize> {
-    arrays
-        .get(key)
-        .and_then(|t| t.to_i64().first().copied())
-        .map(|v| v.max(0) as usize)
+/// A positive integer `key` (one element) from a `.npz`, `default` when absent.
+fn meta(
+    arrays: &BTreeMap<String, Tensor>,
+    key: &str,
+    default: usize,
+    path: &Path,
+) -> Result<usize> {
+    let Some(t) = arrays.get(key) else {
+        return Ok(default);
+    };
+    let v = match (&t.data, t.numel()) {
+        (Data::I64(_) | Data::I32(_), 1) => t.to_i64()[0],
+        _ => {
+            return Err(Error::data(
+                path,
+                format!("`{key}` is {}, expected one integer", t.ty()),
+            ))
+        }
+    };
+    if v <= 0 {
+        return Err(Error::data(
+            path,
+            format!("`{key}` is {v}, expected a positive count"),
+        ));
+    }
+    Ok(v as usize)
+}
+
+/// `meta_n_batches` and `meta_n_accum`: positive, and the accumulation
+/// count dividing the mini-batch count (every optimizer step sees a full
+/// accumulation; a trailing partial one would never be applied).
+fn batch_counts(arrays: &BTreeMap<String, Tensor>, path: &Path) -> Result<(usize, usize)> {
+    let n_batches = meta(arrays, "meta_n_batches", 1, path)?;
+    let n_accum = meta(arrays, "meta_n_accum", 1, path)?;
+    if n_batches % n_accum != 0 {
+        return Err(Error::data(
+            path,
+            format!(
+                "`meta_n_accum` is {n_accum}, which does not divide `meta_n_batches` ({n_batches}): expected a divisor, so that every optimizer step sees a full accumulation"
+            ),
+        ));
+    }
+    Ok((n_batches, n_accum))
 }
 
 /// Locate the training and optimizer networks of a Deeploy training fixture.
@@ -221,8 +259,7 @@ fn load_ort(dir: &Path, reg: &Registry) -> Result<Fixture> {
     let mut program = Program::training(&dir.join(ORT_TRAIN), Some(&dir.join(ORT_OPT)), reg)?;
     let in_path = dir.join("data.npz");
     let data = read_npz(&in_path)?;
-    let n_batches = meta(&data, "meta_n_batches").unwrap_or(1).max(1);
-    let n_accum = meta(&data, "meta_n_accum").unwrap_or(1).max(1);
+    let (n_batches, n_accum) = batch_counts(&data, &in_path)?;
     let mut initial = BTreeMap::new();
     let mut known: Vec<String> = vec!["meta_n_batches".into(), "meta_n_accum".into()];
     let inputs = program.graph.inputs.clone();
@@ -277,7 +314,7 @@ fn load_ort(dir: &Path, reg: &Registry) -> Result<Fixture> {
     }
     let out_path = dir.join("reference.npz");
     let (ref_losses, ref_tensors) = if out_path.is_file() {
-        read_references(&out_path, g, n_batches)?
+        read_references(&out_path, &program, n_batches)?
     } else {
         (None, Vec::new())
     };
@@ -297,9 +334,47 @@ fn load_ort(dir: &Path, reg: &Registry) -> Result<Fixture> {
 
 type References = (Option<Vec<f32>>, Vec<(String, TensorId, Tensor)>);
 
-/// `loss` (one per mini-batch) and tensors by name.
-fn read_references(out_path: &Path, g: &crate::ir::Graph, n_batches: usize) -> Result<References> {
+/// `loss` (one per mini-batch) and tensors by name. A training reference
+/// must hold the loss (when the program has one) and every trained weight
+/// and running statistic: a reference that leaves one out would let a
+/// check pass without comparing it.
+fn read_references(out_path: &Path, p: &Program, n_batches: usize) -> Result<References> {
+    let g = &p.graph;
     let outputs = read_npz(out_path)?;
+    match (p.loss, outputs.contains_key("loss")) {
+        (Some(l), false) => {
+            return Err(Error::data(
+                out_path,
+                format!(
+                    "no `loss`: the program's loss `{}` would go uncompared",
+                    g.name(l)
+                ),
+            ))
+        }
+        (None, true) => {
+            return Err(Error::data(
+                out_path,
+                "holds `loss`, but the program has no loss output to compare it with",
+            ))
+        }
+        _ => {}
+    }
+    let stats = p.running_statistics();
+    let missing: Vec<String> = (p.weights.iter().map(|t| (*t, "trained weight")))
+        .chain(stats.iter().map(|t| (*t, "running statistic")))
+        .filter(|(t, _)| !outputs.contains_key(g.name(*t)))
+        .map(|(t, what)| format!("{what} `{}`", g.name(t)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::data(
+            out_path,
+            format!(
+                "has no reference for {} ({} missing): it would go uncompared",
+                missing.join(", "),
+                missing.len()
+            ),
+        ));
+    }
     let ref_losses = outputs
         .get("loss")
         .map(|l| l.as_f32_checked(out_path))
@@ -350,8 +425,33 @@ fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Re
         let names: Vec<&str> = fed.iter().map(|t| g.name(*t)).collect();
         return Err(Error::data(&in_path, format!("holds {n_arr} arrays `arr_*`; the training graph has {} inputs besides its accumulators: {}", fed.len(), names.join(", "))));
     }
-    let n_batches = meta(&inputs, "meta_n_batches").unwrap_or(1).max(1);
-    let n_accum = meta(&inputs, "meta_n_accum").unwrap_or(1).max(1);
+    let (n_batches, n_accum) = batch_counts(&inputs, &in_path)?;
+    // Mini-batches after the first are `mb<k>_arr_<i>`, 1 <= k < n_batches,
+    // one per data input: a missing one is an error naming it (never the
+    // first mini-batch again), and so is one no mini-batch reads.
+    let mut expected = Vec::new();
+    for b in 1..n_batches {
+        for (i, &t) in fed.iter().enumerate() {
+            if program.role(t) == Role::Data {
+                expected.push(format!("mb{b}_arr_{i:04}"));
+            }
+        }
+    }
+    if let Some(k) = expected.iter().find(|k| !inputs.contains_key(*k)) {
+        return Err(Error::data(
+            &in_path,
+            format!("missing `{k}`, a mini-batch input (`meta_n_batches` is {n_batches})"),
+        ));
+    }
+    if let Some(k) = inputs
+        .keys()
+        .find(|k| k.starts_with("mb") && !expected.contains(k))
+    {
+        return Err(Error::data(
+            &in_path,
+            format!("`{k}` is no mini-batch input: expected `mb<k>_arr_<i>` for 1 <= k < {n_batches} and a data input i"),
+        ));
+    }
     let mut initial = BTreeMap::new();
     let mut batch0 = BTreeMap::new();
     for (i, &t) in fed.iter().enumerate() {
@@ -379,15 +479,16 @@ fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Re
         for &t in &program.data {
             let (i, v0) = &batch0[&t];
             let key = format!("mb{b}_arr_{i:04}");
-            row.push(match inputs.get(&key) {
-                Some(v) if b > 0 => conform(v, g.ty(t), &in_path, &key, g.name(t))?,
-                _ => v0.clone(),
+            row.push(if b == 0 {
+                v0.clone()
+            } else {
+                conform(&inputs[&key], g.ty(t), &in_path, &key, g.name(t))?
             });
         }
         batches.push(row);
     }
     let out_path = train_dir.join("outputs.npz");
-    let (ref_losses, ref_tensors) = read_references(&out_path, g, n_batches)?;
+    let (ref_losses, ref_tensors) = read_references(&out_path, &program, n_batches)?;
     Ok(Fixture {
         dir: train_dir.to_path_buf(),
         kind: Kind::Training,
@@ -568,27 +669,38 @@ fn tensor_error(a: &Tensor, r: &Tensor, tol: &Tolerance) -> (f32, bool) {
     }
 }
 
-pub fn compare(f: &Fixture, r: &Results) -> Comparison {
+/// Compare a run with the fixture's reference. A run that produced a
+/// different number of losses or tensors than the reference holds is an
+/// error, not a comparison of the part that lines up.
+pub fn compare(f: &Fixture, r: &Results) -> Result<Comparison> {
     let tol = &f.tolerance;
     let mut failures = Vec::new();
     let mut ok = true;
+    if let Some(refl) = &f.ref_losses {
+        if refl.len() != r.losses.len() {
+            return Err(Error::Usage(format!(
+                "{}: the run produced {} losses but the reference holds {} (one per mini-batch)",
+                f.dir.display(),
+                r.losses.len(),
+                refl.len()
+            )));
+        }
+    }
+    if r.tensors.len() != f.ref_tensors.len() {
+        return Err(Error::Usage(format!(
+            "{}: the run produced {} tensors for {} references",
+            f.dir.display(),
+            r.tensors.len(),
+            f.ref_tensors.len()
+        )));
+    }
     let max_abs_loss_error = f.ref_losses.as_ref().map(|refl| {
-        if refl.len() != r.losses.len() || !r.losses.iter().zip(refl).all(|(a, b)| tol.ok(*a, *b)) {
+        let err = max_abs_diff(&r.losses, refl);
+        if !r.losses.iter().zip(refl).all(|(a, b)| tol.ok(*a, *b)) {
             ok = false;
-            failures.push((
-                "loss".to_string(),
-                if refl.len() == r.losses.len() {
-                    max_abs_diff(&r.losses, refl)
-                } else {
-                    f32::INFINITY
-                },
-            ));
+            failures.push(("loss".to_string(), err));
         }
-        if refl.len() == r.losses.len() {
-            max_abs_diff(&r.losses, refl)
-        } else {
-            f32::INFINITY
-        }
+        err
     });
     let mut worst: Option<f32> = None;
     for ((name, _, reference), got) in f.ref_tensors.iter().zip(&r.tensors) {
@@ -599,10 +711,10 @@ pub fn compare(f: &Fixture, r: &Results) -> Comparison {
             failures.push((name.clone(), err));
         }
     }
-    Comparison {
+    Ok(Comparison {
         ok,
         max_abs_loss_error,
         max_abs_weight_error: worst,
         failures,
-    }
+    })
 }

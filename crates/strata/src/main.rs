@@ -30,10 +30,10 @@ enum Cmd {
         /// Target: `host` (C99 that runs on the build machine).
         #[arg(long, default_value = "host")]
         target: String,
-        /// Capacity of memory level L2 in bytes.
-        #[arg(long, default_value_t = driver::DEFAULT_L2)]
+        /// Capacity of memory level L2 in bytes (1 to 2^40).
+        #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
-        /// Output directory for the C project.
+        /// Output directory for the C project: created, or replaced when it is empty or a previous strata output; anything else is refused.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -41,12 +41,13 @@ enum Cmd {
     Check {
         /// The fixture directory.
         dir: PathBuf,
+        /// The engine: `interp` (the reference interpreter) or `c` (the compiled C).
         #[arg(long, value_enum, default_value = "interp")]
         engine: Engine,
-        /// Capacity of memory level L2 in bytes.
-        #[arg(long, default_value_t = driver::DEFAULT_L2)]
+        /// Capacity of memory level L2 in bytes (1 to 2^40).
+        #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
-        /// Keep the generated C project here (engine c).
+        /// Keep the generated C project here (engine c), by the same rules as `compile -o`.
         #[arg(long)]
         workdir: Option<PathBuf>,
         /// Print one JSON object on stdout.
@@ -55,18 +56,19 @@ enum Cmd {
     },
     /// Solve a memory-planning instance in MiniMalloc's CSV format (id,lower,upper,size[,alignment][,offset]).
     Plan {
+        /// The instance: a CSV file with a header `id,lower,upper,size[,alignment][,offset]`.
         input: PathBuf,
-        /// Memory capacity in bytes; without it the peak is minimised.
-        #[arg(long)]
+        /// Memory capacity in bytes (1 to 2^62); without it the peak is minimised.
+        #[arg(long, value_parser = parse_capacity, allow_hyphen_values = true)]
         capacity: Option<u64>,
         /// Minimise the peak (below the capacity, if one is given).
         #[arg(long)]
         minimize: bool,
-        /// Seconds the exact search may take.
-        #[arg(long, default_value_t = 1.0)]
+        /// Seconds the exact search may take (0 to 86400).
+        #[arg(long, default_value_t = 1.0, value_parser = parse_seconds, allow_hyphen_values = true)]
         time_limit: f64,
-        /// Also stop the exact search after this many nodes. With it the search runs on one thread and, unless --time-limit ends it first, gives the same placement on every machine.
-        #[arg(long)]
+        /// Also stop the exact search after this many nodes (1 to 10^12). With it the search runs on one thread and, unless --time-limit ends it first, gives the same placement on every machine.
+        #[arg(long, value_parser = parse_nodes, allow_hyphen_values = true)]
         node_limit: Option<u64>,
         /// Write the solution (the input plus an `offset` column) here; stdout when absent and not --json.
         #[arg(short, long)]
@@ -77,12 +79,14 @@ enum Cmd {
     },
     /// Build the C for a training fixture, run it, and print losses next to the reference and the memory figures.
     Run {
+        /// The training fixture directory.
         dir: PathBuf,
-        #[arg(long, default_value_t = driver::DEFAULT_L2)]
+        /// Capacity of memory level L2 in bytes (1 to 2^40).
+        #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
-        /// Where the C project is written.
-        #[arg(short, long, default_value = "out/example")]
-        output: PathBuf,
+        /// Where the C project, plan.txt and plan.json are written, by the same rules as `compile -o`; default `strata-out/<program>-<hash of its path>` in the current directory.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
     },
 }
 
@@ -186,6 +190,10 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             json,
         ),
         Cmd::Run { dir, l2, output } => {
+            let output = match output {
+                Some(o) => o,
+                None => default_run_dir(&dir)?,
+            };
             let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
             print!("{}", r.c_output);
             println!(
@@ -204,6 +212,85 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
     }
 }
 
+/// The largest `--l2`: 1 TiB, far beyond any microcontroller's memory level.
+const MAX_L2: u64 = 1 << 40;
+/// The largest `--capacity` for `strata plan`: room for the planner's sums.
+const MAX_CAPACITY: u64 = 1 << 62;
+/// The longest `--time-limit`: one day.
+const MAX_SECONDS: f64 = 86_400.0;
+/// The largest `--node-limit`.
+const MAX_NODES: u64 = 1_000_000_000_000;
+
+/// A whole number in `lo..=hi`, or a message about the value.
+fn parse_whole(s: &str, what: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    let v: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of {what} from {lo} to {hi}, found `{s}`"))?;
+    if v < lo || v > hi {
+        return Err(format!(
+            "expected a whole number of {what} from {lo} to {hi}, found {v}"
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_l2(s: &str) -> Result<u64, String> {
+    parse_whole(s, "bytes", 1, MAX_L2)
+}
+
+fn parse_capacity(s: &str) -> Result<u64, String> {
+    parse_whole(s, "bytes", 1, MAX_CAPACITY)
+}
+
+fn parse_nodes(s: &str) -> Result<u64, String> {
+    parse_whole(s, "nodes", 1, MAX_NODES)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| {
+        format!("expected a number of seconds from 0 to {MAX_SECONDS}, found `{s}`")
+    })?;
+    if !(0.0..=MAX_SECONDS).contains(&v) {
+        return Err(format!(
+            "expected a number of seconds from 0 to {MAX_SECONDS}, found {s}"
+        ));
+    }
+    Ok(v)
+}
+
+/// `run` without `-o`: `strata-out/<name>-<hash>` in the current directory,
+/// one directory per program (the hash is of the fixture's real path), in a
+/// `strata-out` strata creates when it is missing.
+fn default_run_dir(dir: &std::path::Path) -> strata::Result<PathBuf> {
+    let real = std::fs::canonicalize(dir).map_err(|e| strata::Error::io(dir, e))?;
+    let name: String = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in real.to_string_lossy().bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let base = PathBuf::from("strata-out");
+    match std::fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && base.is_dir() => {}
+        Err(e) => return Err(strata::Error::io(&base, e)),
+    }
+    Ok(base.join(format!("{name}-{:08x}", h as u32)))
+}
+
 fn plan_csv(
     input: &std::path::Path,
     capacity: Option<u64>,
@@ -217,11 +304,6 @@ fn plan_csv(
     let mut problem = memplan::csv::read(&text).map_err(|e| Error::data(input, e.to_string()))?;
     if capacity.is_some() {
         problem.capacity = capacity;
-    }
-    if !(time_limit.is_finite() && time_limit >= 0.0) {
-        return Err(Error::Usage(format!(
-            "--time-limit must be a non-negative number of seconds, found {time_limit}"
-        )));
     }
     let mut opts = memplan::Options {
         time_limit: std::time::Duration::from_secs_f64(time_limit),
@@ -263,4 +345,57 @@ fn plan_csv(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every command says what it is in `--help`.
+    #[test]
+    fn every_argument_has_a_help_line() {
+        let cli = Cli::command();
+        let mut seen = 0;
+        for sub in cli.get_subcommands() {
+            for a in sub.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                seen += 1;
+                let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(
+                    !help.trim().is_empty(),
+                    "`strata {}` argument `{id}` has no help line",
+                    sub.get_name()
+                );
+            }
+        }
+        assert!(seen >= 17, "only {seen} arguments seen");
+    }
+
+    #[test]
+    fn numeric_arguments_are_range_checked() {
+        assert_eq!(parse_l2("4096"), Ok(4096));
+        for bad in ["-1", "0", "1099511627777", "1e3", "abc", "", "nan"] {
+            let e = parse_l2(bad).unwrap_err();
+            assert!(e.contains("bytes") && e.contains(bad), "{bad}: {e}");
+        }
+        assert_eq!(parse_seconds("0"), Ok(0.0));
+        assert_eq!(parse_seconds("2.5"), Ok(2.5));
+        for bad in [
+            "NaN", "nan", "-1", "-0.5", "inf", "-inf", "infinity", "1e20", "86401", "x",
+        ] {
+            let e = parse_seconds(bad).unwrap_err();
+            assert!(e.contains("seconds") && e.contains(bad), "{bad}: {e}");
+        }
+        assert_eq!(parse_nodes("1"), Ok(1));
+        for bad in ["0", "-5", "1000000000001", "18446744073709551616"] {
+            assert!(parse_nodes(bad).unwrap_err().contains("nodes"), "{bad}");
+        }
+        assert_eq!(parse_capacity("4611686018427387904"), Ok(1 << 62));
+        assert!(parse_capacity("4611686018427387905").is_err());
+        assert!(parse_capacity("-1").is_err());
+    }
 }

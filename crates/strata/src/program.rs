@@ -262,6 +262,32 @@ impl Program {
         }
     }
 
+    /// The running statistics: persistent state a batch normalization node
+    /// (`BatchNormalization`, ONNX Runtime's `BatchNormInternal`) updates in
+    /// place (its running mean and variance), in id order. With the weights,
+    /// what a training reference must hold.
+    pub fn running_statistics(&self) -> Vec<TensorId> {
+        let g = &self.graph;
+        let mut out = Vec::new();
+        for n in &g.nodes {
+            if !n.op_type.starts_with("BatchNorm") {
+                continue;
+            }
+            for a in n.op.aliases() {
+                if a.kind != AliasKind::InPlace {
+                    continue;
+                }
+                if let Some(Some(t)) = n.inputs.get(a.input) {
+                    if self.role(*t) == Role::State && !out.contains(t) {
+                        out.push(*t);
+                    }
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Every persistent tensor: weights, accumulators, promoted state, in id order.
     pub fn persistent(&self) -> Vec<TensorId> {
         (0..self.roles.len() as u32)

@@ -134,10 +134,12 @@ pub fn run_c(graph: Graph, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
 
 fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
-    let dir = std::env::temp_dir().join(format!("strata-test-{}-{}", std::process::id(), unique()));
-    let r = crate::codegen::harness::run(f, &plan, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(r?.0.tensors)
+    let scratch = crate::outdir::Scratch::new("strata-test-")?;
+    let r = crate::codegen::harness::run(f, &plan, scratch.path());
+    let closed = scratch.close();
+    let r = r?;
+    closed?;
+    Ok(r.0.tensors)
 }
 
 /// A one-step kernel fixture of `graph` over `inputs`.
@@ -162,12 +164,6 @@ fn one_step(graph: Graph, inputs: Vec<Tensor>) -> Result<Fixture> {
         tolerance: Tolerance::KERNEL,
     };
     Ok(f)
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A small deterministic generator (xorshift) for test data.

@@ -11,11 +11,12 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("strata-bad-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed (by tempfile) when dropped.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("strata-bad-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Run the CLI; return (exit code, stderr). Asserts it did not panic.
@@ -31,11 +32,11 @@ fn strata(args: &[&str]) -> (i32, String) {
 
 /// Compile `onnx` bytes in a scratch directory: (that directory, the output
 /// directory asked for, exit code, stderr).
-fn compile_onnx(name: &str, onnx: &[u8]) -> (std::path::PathBuf, std::path::PathBuf, i32, String) {
+fn compile_onnx(name: &str, onnx: &[u8]) -> (tempfile::TempDir, PathBuf, i32, String) {
     let d = tmp(name);
-    let f = d.join("model.onnx");
+    let f = d.path().join("model.onnx");
     std::fs::write(&f, onnx).unwrap();
-    let out = d.join("out");
+    let out = d.path().join("out");
     let (code, err) = strata(&[
         "compile",
         f.to_str().unwrap(),
@@ -49,7 +50,7 @@ fn compile_onnx(name: &str, onnx: &[u8]) -> (std::path::PathBuf, std::path::Path
 
 /// Compile `onnx` bytes and expect a failure whose message contains every `needle`.
 fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
-    let (d, out, code, err) = compile_onnx(name, onnx);
+    let (_d, out, code, err) = compile_onnx(name, onnx);
     assert_ne!(code, 0, "{name}: expected failure");
     for n in needles {
         assert!(
@@ -62,7 +63,6 @@ fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
         "{name}: a failed compile left {}",
         out.display()
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 fn example_onnx() -> Vec<u8> {
@@ -172,13 +172,13 @@ fn symbolic_dimension_is_an_error() {
 }
 
 /// Copy the example training program to a scratch directory.
-fn example_copy(name: &str) -> PathBuf {
+fn example_copy(name: &str) -> tempfile::TempDir {
     let d = tmp(name);
     for sub in ["mlp_train", "mlp_optimizer"] {
-        std::fs::create_dir_all(d.join(sub)).unwrap();
+        std::fs::create_dir_all(d.path().join(sub)).unwrap();
         for e in std::fs::read_dir(workspace().join("examples/mlp").join(sub)).unwrap() {
             let e = e.unwrap();
-            std::fs::copy(e.path(), d.join(sub).join(e.file_name())).unwrap();
+            std::fs::copy(e.path(), d.path().join(sub).join(e.file_name())).unwrap();
         }
     }
     d
@@ -187,7 +187,7 @@ fn example_copy(name: &str) -> PathBuf {
 #[test]
 fn inputs_npz_that_does_not_match_the_graph() {
     let d = example_copy("npz");
-    let path = d.join("mlp_train/inputs.npz");
+    let path = d.path().join("mlp_train/inputs.npz");
     let mut arrays = npz::read_npz_file(&path).unwrap();
     // Wrong shape for the first weight.
     arrays.insert(
@@ -198,7 +198,7 @@ fn inputs_npz_that_does_not_match_the_graph() {
         },
     );
     std::fs::write(&path, npz::write_npz(&arrays).unwrap()).unwrap();
-    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "interp"]);
+    let (code, err) = strata(&["check", d.path().to_str().unwrap(), "--engine", "interp"]);
     assert_ne!(code, 0);
     assert!(
         err.contains("inputs.npz")
@@ -210,7 +210,7 @@ fn inputs_npz_that_does_not_match_the_graph() {
     // A missing array.
     arrays.remove("arr_0002");
     std::fs::write(&path, npz::write_npz(&arrays).unwrap()).unwrap();
-    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "interp"]);
+    let (code, err) = strata(&["check", d.path().to_str().unwrap(), "--engine", "interp"]);
     assert_ne!(code, 0);
     assert!(
         err.contains("inputs.npz") && err.contains("arrays"),
@@ -218,16 +218,15 @@ fn inputs_npz_that_does_not_match_the_graph() {
     );
     // Not an npz at all.
     std::fs::write(&path, b"garbage").unwrap();
-    let (code, err) = strata(&["check", d.to_str().unwrap(), "--engine", "c"]);
+    let (code, err) = strata(&["check", d.path().to_str().unwrap(), "--engine", "c"]);
     assert_ne!(code, 0);
     assert!(err.contains("inputs.npz"), "{err}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn program_larger_than_l2_names_level_and_missing_bytes() {
     let d = tmp("l2");
-    let out = d.join("out");
+    let out = d.path().join("out");
     let ex = workspace().join("examples/mlp");
     let (code, err) = strata(&[
         "compile",
@@ -255,7 +254,6 @@ fn program_larger_than_l2_names_level_and_missing_bytes() {
         "{err} (lower bound {lb})"
     );
     assert!(!out.exists());
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -394,8 +392,7 @@ fn declared_output_shape_that_disagrees_is_an_error() {
         ],
     );
     // The size strata recovers, declared, compiles.
-    let (d, out, code, err) = compile_onnx("declared-ok", &grad(&[1, 1, 9, 9]));
+    let (_d, out, code, err) = compile_onnx("declared-ok", &grad(&[1, 1, 9, 9]));
     assert_eq!(code, 0, "{err}");
     assert!(out.join("model.c").exists(), "{}", out.display());
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -44,11 +44,12 @@ fn example(m: &str) -> PathBuf {
         .join(m)
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("strata-ort-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed (by tempfile) when dropped.
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("strata-ort-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 // ---------------------------------------------------------------- the examples
@@ -173,7 +174,7 @@ fn learning_rate_is_read_at_run_time() {
         "optimizer_model.onnx",
         "reference.npz",
     ] {
-        std::fs::copy(src.join(f), d.join(f)).unwrap();
+        std::fs::copy(src.join(f), d.path().join(f)).unwrap();
     }
     let mut arrays = npz::read_npz_file(&src.join("data.npz")).unwrap();
     for (k, a) in arrays.iter_mut() {
@@ -184,21 +185,23 @@ fn learning_rate_is_read_at_run_time() {
             };
         }
     }
-    std::fs::write(d.join("data.npz"), npz::write_npz(&arrays).unwrap()).unwrap();
+    std::fs::write(d.path().join("data.npz"), npz::write_npz(&arrays).unwrap()).unwrap();
     for e in [Engine::Interp, Engine::C] {
-        let r = driver::check(&d, e, u64::MAX / 4, None, &reg).unwrap();
+        let r = driver::check(d.path(), e, u64::MAX / 4, None, &reg).unwrap();
         assert!(!r.ok, "{e:?}: lr 0.1 still matched ORT's lr 0.05 run");
         // The first optimizer step comes after two mini-batches.
         let refl = r.reference_losses.as_ref().unwrap();
         assert!(max_abs_diff(&r.losses[..2], &refl[..2]) <= 1e-4);
         assert!(max_abs_diff(&r.losses[2..], &refl[2..]) > 1e-3);
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 // ---------------------------------------------------------------- bad input
 
-fn with_optimizer(tag: &str, edit: impl FnOnce(&mut strata::onnx::proto::ModelProto)) -> PathBuf {
+fn with_optimizer(
+    tag: &str,
+    edit: impl FnOnce(&mut strata::onnx::proto::ModelProto),
+) -> tempfile::TempDir {
     with_optimizer_of("mlp", tag, edit)
 }
 
@@ -207,17 +210,17 @@ fn with_optimizer_of(
     m: &str,
     tag: &str,
     edit: impl FnOnce(&mut strata::onnx::proto::ModelProto),
-) -> PathBuf {
+) -> tempfile::TempDir {
     let src = example(m);
     let d = tmpdir(tag);
     for f in ["training_model.onnx", "data.npz", "reference.npz"] {
-        std::fs::copy(src.join(f), d.join(f)).unwrap();
+        std::fs::copy(src.join(f), d.path().join(f)).unwrap();
     }
     let mut m = strata::onnx::load(&src.join("optimizer_model.onnx"))
         .unwrap()
         .proto;
     edit(&mut m);
-    std::fs::write(d.join("optimizer_model.onnx"), m.encode_to_vec()).unwrap();
+    std::fs::write(d.path().join("optimizer_model.onnx"), m.encode_to_vec()).unwrap();
     d
 }
 
@@ -231,7 +234,8 @@ fn artifact_program(dir: &Path, reg: &Registry) -> Program {
     .unwrap()
 }
 
-fn load_err(d: &Path) -> String {
+fn load_err(d: impl AsRef<Path>) -> String {
+    let d = d.as_ref();
     match strata::fixture::load(d, &Registry::standard()) {
         Ok(_) => panic!("{} loaded", d.display()),
         Err(e) => e.to_string(),
@@ -296,7 +300,7 @@ fn optimizer_that_does_not_match_the_training_model_is_rejected() {
 
     // data.npz naming a parameter the training model does not have.
     let d5 = with_optimizer("extra-param", |_| {});
-    let mut arrays = npz::read_npz_file(&d5.join("data.npz")).unwrap();
+    let mut arrays = npz::read_npz_file(&d5.path().join("data.npz")).unwrap();
     arrays.insert(
         "fc3.weight".into(),
         npz::Array::F32 {
@@ -304,15 +308,12 @@ fn optimizer_that_does_not_match_the_training_model_is_rejected() {
             data: vec![0.0],
         },
     );
-    std::fs::write(d5.join("data.npz"), npz::write_npz(&arrays).unwrap()).unwrap();
+    std::fs::write(d5.path().join("data.npz"), npz::write_npz(&arrays).unwrap()).unwrap();
     let e = load_err(&d5);
     assert!(
         e.contains("`fc3.weight` names no input of the training model"),
         "{e}"
     );
-    for d in [d, d2, d3, d4, d5] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 // ---------------------------------------------------------------- ops/ort.rs
@@ -692,9 +693,6 @@ fn adamw_optimizer_becomes_state_and_one_update_per_parameter() {
     });
     let e = load_err(&d2);
     assert!(e.contains("expected one int64 element"), "{e}");
-    for d in [d, d2] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 /// ONNX Runtime's CPU AdamW in f64, transcribed from its formulas (the

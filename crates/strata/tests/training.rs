@@ -118,7 +118,8 @@ fn cnn_training_programs_match_onnx_runtime() {
 #[test]
 fn compile_is_deterministic() {
     let reg = Registry::standard();
-    let tmp = std::env::temp_dir().join(format!("strata-det-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let tmp = scratch.path();
     let mut dirs = vec![workspace().join("examples/mlp")];
     if let Some(s) = shared() {
         dirs.push(s.join("fixtures/deeploy/Training/Autoencoder"));
@@ -146,14 +147,14 @@ fn compile_is_deterministic() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// The emitted project builds on its own with its Makefile's flags and runs.
 #[test]
 fn emitted_project_builds_with_make_flags() {
     let reg = Registry::standard();
-    let out = std::env::temp_dir().join(format!("strata-make-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
     driver::compile(
         &workspace().join("examples/mlp"),
         None,
@@ -184,5 +185,4 @@ fn emitted_project_builds_with_make_flags() {
         }
         Err(e) => eprintln!("skipped the make half: make not available ({e})"),
     }
-    let _ = std::fs::remove_dir_all(&out);
 }

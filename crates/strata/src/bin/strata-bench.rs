@@ -27,7 +27,15 @@ fn main() {
         }
     }
     let reg = Registry::standard();
-    let out = std::env::temp_dir().join(format!("strata-bench-{}", std::process::id()));
+    let scratch = match strata::outdir::Scratch::new("strata-bench-") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    // Each run replaces the previous run's output (a strata output).
+    let out = scratch.path().join("out");
     println!(
         "{:<14} {:>7} {:>12} {:>12} {:>11} {:>9}",
         "program", "nodes", "L2 bytes", "lower bound", "compile s", "s / 1 s"
@@ -61,7 +69,10 @@ fn main() {
             median / BOUND_S
         );
     }
-    let _ = std::fs::remove_dir_all(&out);
+    if let Err(e) = scratch.close() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
     println!(
         "worst median compile time {worst:.4} s = {:.4} of the {BOUND_S} s bound",
         worst / BOUND_S

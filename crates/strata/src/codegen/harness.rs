@@ -196,12 +196,20 @@ fn fault_check(s: &mut String, step: &str) {
     .unwrap();
 }
 
-/// Emit, build and run the fixture's C; read back its results.
+/// Emit, build and run the fixture's C in `dir` (a fresh directory: see
+/// `outdir`); read back its results.
 pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, String, bool)> {
+    let res_path: PathBuf = dir.join("results.bin");
+    // Never read a stale results file: the run's directory must not hold one
+    // (strata does not remove it: it runs in a directory of its own).
+    if std::fs::symlink_metadata(&res_path).is_ok() {
+        return Err(Error::Usage(format!(
+            "{} already exists; the harness runs in a fresh directory",
+            res_path.display()
+        )));
+    }
     let sources = write_project(dir, &f.program, plan, Some(&emit(f, plan)))?;
     let exe = super::build(dir, &sources)?;
-    let res_path: PathBuf = dir.join("results.bin");
-    let _ = std::fs::remove_file(&res_path);
     let out = std::process::Command::new(&exe)
         .arg(&res_path)
         .output()

@@ -122,7 +122,14 @@ pub(crate) fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String
     };
     let dtype = DType::from_onnx(tt.elem_type)
         .ok_or_else(|| format!("`{}`: unsupported element type {}", v.name, tt.elem_type))?;
-    let dims = tt.shape.as_ref().map(|s| s.dim.as_slice()).unwrap_or(&[]);
+    // No shape at all is an unknown rank, not a scalar (a scalar declares an
+    // empty shape).
+    let dims = tt.shape.as_ref().map(|s| s.dim.as_slice()).ok_or_else(|| {
+        format!(
+            "`{}` declares no shape; strata needs static shapes (a scalar declares an empty one)",
+            v.name
+        )
+    })?;
     let mut shape = Vec::new();
     for d in dims {
         match &d.value {

@@ -1,0 +1,189 @@
+//! Every numeric CLI argument is range-checked: an extreme or malformed
+//! value is a clear error about that value (what was expected, what was
+//! found), exit code non-zero, never a panic (issue 9, item 3).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mlp")
+}
+
+fn strata(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "strata panicked: {err}");
+    (
+        out.status.code().expect("exited normally"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err,
+    )
+}
+
+/// `args` with `value` after `flag` fails, naming the flag and the value,
+/// and saying what is expected.
+fn rejects(cwd: &Path, args: &[&str], flag: &str, value: &str, expected: &str) {
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend([flag, value]);
+    let (code, _, err) = strata(cwd, &a);
+    assert_ne!(code, 0, "{a:?} was accepted");
+    assert!(
+        err.contains(flag) && err.contains(value) && err.contains(expected),
+        "{a:?}: {err}"
+    );
+    assert!(!err.contains("unexpected argument"), "{a:?}: {err}");
+}
+
+fn csv(dir: &Path) -> PathBuf {
+    let p = dir.join("in.csv");
+    std::fs::write(&p, "id,lower,upper,size\n0,0,2,64\n1,1,3,32\n2,2,4,64\n").unwrap();
+    p
+}
+
+#[test]
+fn l2_is_a_byte_count_from_1_to_2_pow_40() {
+    let s = tempfile::tempdir().unwrap();
+    let ex = example();
+    let ex = ex.to_str().unwrap();
+    for args in [
+        vec!["compile", ex, "-o", "out"],
+        vec!["check", ex],
+        vec!["run", ex, "-o", "out"],
+    ] {
+        for v in [
+            "-1",
+            "0",
+            "1099511627777",
+            "18446744073709551616",
+            "2MB",
+            "1.5",
+            "nan",
+        ] {
+            rejects(
+                s.path(),
+                &args,
+                "--l2",
+                v,
+                "expected a whole number of bytes from 1 to",
+            );
+        }
+    }
+    // Nothing was written for any of them.
+    assert_eq!(std::fs::read_dir(s.path()).unwrap().count(), 0);
+    // In range: fine.
+    let (code, _, err) = strata(s.path(), &["check", ex, "--l2", "1048576"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn time_limit_is_seconds_from_0_to_a_day() {
+    let s = tempfile::tempdir().unwrap();
+    let c = csv(s.path());
+    let args = ["plan", c.to_str().unwrap()];
+    for v in [
+        "NaN", "nan", "-1", "-0.5", "inf", "-inf", "infinity", "1e20", "86401", "soon",
+    ] {
+        rejects(
+            s.path(),
+            &args,
+            "--time-limit",
+            v,
+            "expected a number of seconds from 0 to 86400",
+        );
+    }
+    let (code, out, err) = strata(
+        s.path(),
+        &["plan", c.to_str().unwrap(), "--time-limit", "0.5"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("offset"), "{out}");
+}
+
+#[test]
+fn node_limit_and_capacity_are_range_checked() {
+    let s = tempfile::tempdir().unwrap();
+    let c = csv(s.path());
+    let args = ["plan", c.to_str().unwrap()];
+    for v in ["0", "-3", "1000000000001", "1e6", "many"] {
+        rejects(
+            s.path(),
+            &args,
+            "--node-limit",
+            v,
+            "expected a whole number of nodes from 1 to",
+        );
+    }
+    for v in ["0", "-1", "4611686018427387905", "big"] {
+        rejects(
+            s.path(),
+            &args,
+            "--capacity",
+            v,
+            "expected a whole number of bytes from 1 to",
+        );
+    }
+    let (code, _, err) = strata(
+        s.path(),
+        &[
+            "plan",
+            c.to_str().unwrap(),
+            "--capacity",
+            "128",
+            "--node-limit",
+            "1000",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Every argument shows its help line in `--help`.
+#[test]
+fn help_describes_every_argument() {
+    let s = tempfile::tempdir().unwrap();
+    for (cmd, wanted) in [
+        (
+            "compile",
+            &["<INPUT>", "--optimizer", "--target", "--l2", "--output"][..],
+        ),
+        (
+            "check",
+            &["<DIR>", "--engine", "--l2", "--workdir", "--json"][..],
+        ),
+        (
+            "plan",
+            &[
+                "<INPUT>",
+                "--capacity",
+                "--minimize",
+                "--time-limit",
+                "--node-limit",
+                "--output",
+                "--json",
+            ][..],
+        ),
+        ("run", &["<DIR>", "--l2", "--output"][..]),
+    ] {
+        let (code, out, err) = strata(s.path(), &[cmd, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        for w in wanted {
+            // clap puts the help text on the argument's line or the next.
+            let lines: Vec<&str> = out.lines().collect();
+            let i = lines
+                .iter()
+                .position(|l| l.trim_start().starts_with(w) || l.contains(&format!(", {w}")))
+                .unwrap_or_else(|| panic!("`strata {cmd} --help` does not list {w}:\n{out}"));
+            let rest = lines[i].trim_start();
+            let own = rest.split_once("  ").map(|(_, h)| h.trim()).unwrap_or("");
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            assert!(
+                !own.is_empty()
+                    || (!next.is_empty() && !next.starts_with('-') && !next.starts_with('<')),
+                "`strata {cmd} --help`: {w} has no help line:\n{out}"
+            );
+        }
+    }
+}
