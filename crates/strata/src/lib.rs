@@ -14,12 +14,16 @@ pub mod error;
 pub mod fixture;
 pub mod interp;
 pub mod ir;
+pub mod lir;
 pub mod onnx;
 pub mod ops;
 pub mod plan;
+pub mod platform;
 pub mod program;
+pub mod sim;
 pub mod tensor;
 pub mod testing;
+pub mod tile;
 pub mod verify;
 
 pub use error::{Error, Result};

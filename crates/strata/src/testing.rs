@@ -134,8 +134,11 @@ pub fn run_c(graph: Graph, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
 
 fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
+    target.l1 = None;
+    let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let dir = std::env::temp_dir().join(format!("strata-test-{}-{}", std::process::id(), unique()));
-    let r = crate::codegen::harness::run(f, &plan, &dir);
+    let r = crate::codegen::harness::run(f, &plan, &lir, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(r?.0.tensors)
 }

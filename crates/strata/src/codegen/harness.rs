@@ -197,8 +197,13 @@ fn fault_check(s: &mut String, step: &str) {
 }
 
 /// Emit, build and run the fixture's C; read back its results.
-pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, String, bool)> {
-    let sources = write_project(dir, &f.program, plan, Some(&emit(f, plan)))?;
+pub fn run(
+    f: &Fixture,
+    plan: &MemoryPlan,
+    lir: &crate::lir::Lir,
+    dir: &Path,
+) -> Result<(Results, String, bool)> {
+    let sources = write_project(dir, &f.program, plan, lir, Some(&emit(f, plan)))?;
     let exe = super::build(dir, &sources)?;
     let res_path: PathBuf = dir.join("results.bin");
     let _ = std::fs::remove_file(&res_path);
