@@ -292,6 +292,9 @@ pub struct CheckReport {
     pub bounds: Option<sim::Bounds>,
     #[serde(skip)]
     pub sim: Option<sim::SimReport>,
+    /// How each node was lowered.
+    #[serde(skip)]
+    pub tilings: Vec<lir::NodeTiling>,
     #[serde(skip)]
     pub results: Option<Results>,
     #[serde(skip)]
@@ -378,6 +381,7 @@ pub fn check_for(
         cycles: sim_report.as_ref().map(|r| r.cycles.clone()),
         bounds: sim_report.as_ref().map(|r| r.bounds.clone()),
         sim: sim_report,
+        tilings: lir.tilings.clone(),
         results: Some(results),
         c_output,
     })

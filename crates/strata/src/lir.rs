@@ -138,16 +138,42 @@ pub struct Operand {
     pub ty: TensorType,
     /// The value, when the operand is a compile-time constant (shape and axes inputs).
     pub value: Option<Tensor>,
-    /// For a tile in L1: where its first byte lives at home (loaded from, or
-    /// stored to). The checker proves the L1 bytes a kernel reads hold
+    /// For a tile in L1: the box of its tensor at home it was loaded from
+    /// or is stored to. The checker proves the L1 bytes a kernel reads hold
     /// exactly that data.
-    pub origin: Option<Loc>,
+    pub home: Option<HomeBox>,
+}
+
+/// Where a dense tile's bytes live at home: runs of `run` contiguous bytes,
+/// repeated by outer loops (count, home stride, tile stride), innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HomeBox {
+    pub at: Loc,
+    pub run: u64,
+    pub outer: Vec<(u64, u64, u64)>,
+}
+
+impl HomeBox {
+    /// (tile offset, home offset relative to `at`) of every run.
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        let mut v = vec![(0u64, 0u64)];
+        for &(c, hs, ts) in &self.outer {
+            v = v
+                .iter()
+                .flat_map(|&(t, h)| (0..c).map(move |k| (t + k * ts, h + k * hs)))
+                .collect();
+        }
+        v
+    }
 }
 
 /// One kernel call: node `node`'s op on the given operands (its tile).
 #[derive(Clone, Debug)]
 pub struct Kernel {
     pub node: NodeId,
+    /// The tile's own op where it differs from the node's (a convolution
+    /// tile's pads or group count); `None`: the node's op.
+    pub op: Option<std::sync::Arc<dyn crate::ops::Op>>,
     /// The tile's index within the node (0 for an untiled node).
     pub tile: u32,
     pub inputs: Vec<Option<Operand>>,
@@ -309,7 +335,7 @@ impl Content {
 /// of the training step nothing may be in flight. Every range must lie
 /// inside its arena (or its constant), and a DMA command carries at most
 /// [`DMA_MAX_BYTES`]. L1 content is tracked by provenance: a kernel's L1
-/// operand must hold the data of its `origin` (loaded by a DMA from there,
+/// operand must hold the data of its `home` box (loaded by a DMA from there,
 /// or computed for there by an earlier kernel), and a DMA from L1 to home
 /// must carry data that was computed or loaded for that very home.
 pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
@@ -448,7 +474,7 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                     }
                     let (s, e) = (o.loc.offset, o.loc.offset + len);
                     if o.loc.level() == Level::L1 && len > 0 {
-                        let Some(home) = o.origin else {
+                        let Some(home) = &o.home else {
                             return Err(fail(
                                 i,
                                 format!(
@@ -457,10 +483,14 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                                 ),
                             ));
                         };
-                        if write {
-                            l1.write(s, e, home.base, home.offset);
-                        } else if !l1.holds(s, e, &home) {
-                            return Err(fail(i, format!("kernel of node {} reads L1 bytes [{s}, {e}) expecting the tile of {:?}+{}, but they hold other data (overwritten, or never loaded)", k.node.0, home.base, home.offset)));
+                        for (t, h) in home.runs() {
+                            let (rs, re) = (s + t, s + t + home.run);
+                            let at = home.at.add(h);
+                            if write {
+                                l1.write(rs, re, at.base, at.offset);
+                            } else if !l1.holds(rs, re, &at) {
+                                return Err(fail(i, format!("kernel of node {} reads L1 bytes [{rs}, {re}) expecting data of {:?}+{}, but they hold other data (overwritten, or never loaded)", k.node.0, at.base, at.offset)));
+                            }
                         }
                     }
                     if let Some(d) = landing.get(&o.loc.base).and_then(|r| r.overlap(s, e)) {

@@ -67,6 +67,74 @@ pub struct SimReport {
     pub ops: Vec<OpCycles>,
 }
 
+/// The timing of the cycle model alone: the cores' clock and the DMA
+/// engine's, shared by the simulator and by the tiler (which times its
+/// candidate tilings with it).
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    pub now: f64,
+    pub dma_free: f64,
+    ends: BTreeMap<u32, f64>,
+}
+
+impl Clock {
+    /// Issue a DMA command: the cores pay the issue, the engine runs it in order. Returns its cost.
+    pub fn dma(&mut self, pf: &Platform, id: u32, sh: &crate::lir::Shape) -> f64 {
+        self.now += pf.dma_issue;
+        let start = self.now.max(self.dma_free);
+        let cost = pf.dma_cycles(sh.total(), sh.runs());
+        self.dma_free = start + cost;
+        self.ends.insert(id, self.dma_free);
+        cost
+    }
+    /// Wait for a command; returns the cycles the cores stalled.
+    pub fn wait(&mut self, id: u32) -> f64 {
+        let end = self.ends.remove(&id).unwrap_or(0.0);
+        let stall = (end - self.now).max(0.0);
+        self.now += stall;
+        stall
+    }
+    /// Run a kernel of node `node`'s op type on the kernel step's operand
+    /// types; returns (its cycles, its work at the peak rate).
+    pub fn kernel(
+        &mut self,
+        pf: &Platform,
+        g: &crate::ir::Graph,
+        k: &crate::lir::Kernel,
+    ) -> (f64, f64) {
+        let ins: Vec<Option<&TensorType>> =
+            k.inputs.iter().map(|o| o.as_ref().map(|o| &o.ty)).collect();
+        let outs: Vec<Option<&TensorType>> = k
+            .outputs
+            .iter()
+            .map(|o| o.as_ref().map(|o| &o.ty))
+            .collect();
+        let w = crate::tile::work(&g.node(k.node).op_type, &ins, &outs);
+        let c = pf.kernel_cycles(w);
+        self.now += c;
+        (c, pf.work_cycles(w))
+    }
+}
+
+/// The modelled cycles of a run of steps from an idle machine (no numerics).
+pub fn time(steps: &[Step], g: &crate::ir::Graph, pf: &Platform) -> f64 {
+    let mut c = Clock::default();
+    for s in steps {
+        match s {
+            Step::Dma(d) => {
+                c.dma(pf, d.id, &d.shape);
+            }
+            Step::Wait(id) => {
+                c.wait(*id);
+            }
+            Step::Kernel(k) => {
+                c.kernel(pf, g, k);
+            }
+        }
+    }
+    c.now.max(c.dma_free)
+}
+
 /// A machine running one lowered program.
 pub struct Sim<'a> {
     p: &'a Program,
@@ -74,10 +142,9 @@ pub struct Sim<'a> {
     lir: &'a Lir,
     pf: Platform,
     mem: BTreeMap<Base, Vec<u8>>,
-    /// In-flight DMAs: id → (destination writes, completion time).
-    pending: BTreeMap<u32, (Vec<(Base, u64, Vec<u8>)>, f64)>,
-    now: f64,
-    dma_free: f64,
+    /// In-flight DMAs: id → destination writes.
+    pending: BTreeMap<u32, Vec<(Base, u64, Vec<u8>)>>,
+    clock: Clock,
     compute_bound: f64,
     transfer_bound: f64,
     ops: Vec<OpCycles>,
@@ -109,8 +176,7 @@ impl<'a> Sim<'a> {
             pf,
             mem,
             pending: BTreeMap::new(),
-            now: 0.0,
-            dma_free: 0.0,
+            clock: Clock::default(),
             compute_bound: 0.0,
             transfer_bound: 0.0,
             ops,
@@ -178,7 +244,7 @@ impl<'a> Sim<'a> {
 
     /// Run steps `range` of the program; returns the cycles they took.
     pub fn run(&mut self, range: std::ops::Range<usize>) -> Result<f64> {
-        let t0 = self.now;
+        let t0 = self.clock.now;
         let g = &self.p.graph;
         let mut node_of = vec![0usize; self.lir.steps.len()];
         for (n, r) in self.lir.node_steps.iter().enumerate() {
@@ -202,13 +268,10 @@ impl<'a> Sim<'a> {
                         let poison = vec![0xFFu8; data.len()];
                         self.write(*b, *off, &poison)?;
                     }
-                    self.now += self.pf.dma_issue;
-                    let start = self.now.max(self.dma_free);
-                    let cost = self.pf.dma_cycles(sh.total(), sh.runs());
-                    self.dma_free = start + cost;
+                    let cost = self.clock.dma(&self.pf, d.id, &sh);
                     self.ops[n].dma += cost as u64;
                     self.transfer_bound += sh.total() as f64 / self.pf.dma_bw;
-                    if self.pending.insert(d.id, (writes, self.dma_free)).is_some() {
+                    if self.pending.insert(d.id, writes).is_some() {
                         return Err(Error::Backend(format!(
                             "simulator: DMA id {} reused in flight",
                             d.id
@@ -216,16 +279,13 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Step::Wait(id) => {
-                    let (writes, end) = self.pending.remove(id).ok_or_else(|| {
+                    let writes = self.pending.remove(id).ok_or_else(|| {
                         Error::Backend(format!("simulator: wait on DMA {id}, not in flight"))
                     })?;
                     for (b, off, data) in writes {
                         self.write(b, off, &data)?;
                     }
-                    if end > self.now {
-                        self.ops[n].stall += (end - self.now) as u64;
-                        self.now = end;
-                    }
+                    self.ops[n].stall += self.clock.wait(*id) as u64;
                 }
                 Step::Kernel(k) => {
                     let node = g.node(k.node);
@@ -251,7 +311,8 @@ impl<'a> Sim<'a> {
                         .iter()
                         .map(|o| o.as_ref().map(|o| &o.ty))
                         .collect();
-                    let outs = node.op.eval(&in_refs, &out_tys).map_err(|e| Error::Node {
+                    let op = k.op.as_deref().unwrap_or(&*node.op);
+                    let outs = op.eval(&in_refs, &out_tys).map_err(|e| Error::Node {
                         node: node.name.clone(),
                         op_type: node.op_type.clone(),
                         msg: e.0,
@@ -261,17 +322,13 @@ impl<'a> Sim<'a> {
                             self.write(o.loc.base, o.loc.offset, &v.to_le_bytes())?;
                         }
                     }
-                    let in_tys: Vec<Option<&TensorType>> =
-                        k.inputs.iter().map(|o| o.as_ref().map(|o| &o.ty)).collect();
-                    let w = crate::tile::work(&node.op_type, &in_tys, &out_tys);
-                    let c = self.pf.kernel_cycles(w);
-                    self.now += c;
+                    let (c, w) = self.clock.kernel(&self.pf, g, k);
                     self.ops[n].compute += c as u64;
-                    self.compute_bound += self.pf.work_cycles(w);
+                    self.compute_bound += w;
                 }
             }
         }
-        Ok(self.now - t0)
+        Ok(self.clock.now - t0)
     }
 }
 
@@ -325,7 +382,7 @@ pub fn run_fixture(
     rep.cycles = Cycles {
         train: train.round() as u64,
         optimizer: opt.round() as u64,
-        total: (train + opt).round() as u64,
+        total: train.round() as u64 + opt.round() as u64,
     };
     rep.bounds = Bounds {
         compute: sim.compute_bound.round() as u64,

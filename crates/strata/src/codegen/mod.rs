@@ -310,7 +310,8 @@ fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
                 k.inputs.iter().map(operand).collect(),
                 k.outputs.iter().map(operand).collect(),
             );
-            n.op.emit(&mut ecx).map_err(|e| Error::Node {
+            let op = k.op.as_deref().unwrap_or(&*n.op);
+            op.emit(&mut ecx).map_err(|e| Error::Node {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),
                 msg: e.0,
