@@ -72,7 +72,7 @@ impl Loc {
             Base::Const(_) => Level::L2,
         }
     }
-    pub fn add(self, d: u64) -> Loc {
+    pub fn offset_by(self, d: u64) -> Loc {
         Loc {
             offset: self.offset + d,
             ..self
@@ -416,7 +416,7 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                         .ranges(d.shape.src_strides)
                         .zip(d.shape.ranges(d.shape.dst_strides))
                     {
-                        let home = d.dst.add(hs);
+                        let home = d.dst.offset_by(hs);
                         if !l1.holds(d.src.offset + s, d.src.offset + e, &home) {
                             return Err(fail(i, format!("DMA {} stores L1 bytes [{}, {}) to {:?}+{}, but they do not hold data for that place", d.id, d.src.offset + s, d.src.offset + e, home.base, home.offset)));
                         }
@@ -428,7 +428,7 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                         .ranges(d.shape.dst_strides)
                         .zip(d.shape.ranges(d.shape.src_strides))
                     {
-                        let home = d.src.add(hs);
+                        let home = d.src.offset_by(hs);
                         l1.write(d.dst.offset + s, d.dst.offset + e, home.base, home.offset);
                     }
                 }
@@ -485,7 +485,7 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                         };
                         for (t, h) in home.runs() {
                             let (rs, re) = (s + t, s + t + home.run);
-                            let at = home.at.add(h);
+                            let at = home.at.offset_by(h);
                             if write {
                                 l1.write(rs, re, at.base, at.offset);
                             } else if !l1.holds(rs, re, &at) {

@@ -1133,6 +1133,7 @@ fn streams(
 }
 
 /// Modelled cycles of a node under a tiling (see the module doc).
+#[allow(clippy::too_many_arguments)]
 fn model_cycles(
     n: &Node,
     g: &Graph,
@@ -1237,7 +1238,7 @@ fn model_cycles(
 
 /// Candidate chunk sizes along an axis of size `d`.
 fn chunk_sizes(d: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = (1..=d).filter(|c| d % c == 0).collect();
+    let mut v: Vec<usize> = (1..=d).filter(|c| d.is_multiple_of(*c)).collect();
     let mut p = 1;
     while p < d {
         v.push(p);
@@ -1257,7 +1258,7 @@ fn choose(
     l1: u64,
     buffering: Buffering,
     pf: &Platform,
-) -> std::result::Result<Vec<(Tiling, Vec<Stream>, u64)>, u64> {
+) -> std::result::Result<Vec<Choice>, u64> {
     let r = sp.dims.len();
     let mut least = u64::MAX;
     let par: Vec<usize> = (0..r)
@@ -1345,20 +1346,24 @@ pub struct Options {
     pub platform: Platform,
 }
 
+/// A DMA in flight: (id, stream, slot, inbound).
+type InFlight = (u32, usize, usize, bool);
+
+/// A tiling with its streams and L1 bytes.
+type Choice = (Tiling, Vec<Stream>, u64);
+
 /// Issues steps for one node, placing waits by hazard.
 struct Emitter<'a> {
     steps: &'a mut Vec<Step>,
     next_id: &'a mut u32,
     /// In-flight DMAs: (id, stream, slot, inbound).
-    flight: Vec<(u32, usize, usize, bool)>,
+    flight: Vec<InFlight>,
 }
 
 impl Emitter<'_> {
     fn wait_where(&mut self, f: impl Fn(usize, usize, bool) -> bool) {
-        let (now, keep): (
-            Vec<(u32, usize, usize, bool)>,
-            Vec<(u32, usize, usize, bool)>,
-        ) = self.flight.iter().partition(|&&(_, s, k, i)| f(s, k, i));
+        let (now, keep): (Vec<InFlight>, Vec<InFlight>) =
+            self.flight.iter().partition(|&&(_, s, k, i)| f(s, k, i));
         for (id, ..) in now {
             self.steps.push(Step::Wait(id));
         }
@@ -1507,7 +1512,7 @@ fn lower_phase(
     // the simulator's clock, and the fastest wins (the requested buffering
     // on a tie). A node runs single-buffered only where that is faster, or
     // where its double-buffered tiles do not fit: its tiling says so.
-    let mut cands: Vec<(Buffering, (Tiling, Vec<Stream>, u64))> = Vec::new();
+    let mut cands: Vec<(Buffering, Choice)> = Vec::new();
     let mut need = u64::MAX;
     for b in [opt.buffering, Buffering::Single] {
         if cands.iter().any(|(cb, _)| *cb == b) {
@@ -1612,10 +1617,10 @@ fn emit_tiles(
                 continue;
             }
             let b = boxed(&ty.shape, ty.dtype.size(), &reg);
-            let h = home(p, plan, s.tensor).add(b.src_off);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
             let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
             for (hd, td, sh) in commands(&b) {
-                em.dma(h.add(hd), l.add(td), sh, si, slot, true);
+                em.dma(h.offset_by(hd), l.offset_by(td), sh, si, slot, true);
             }
         }
     };
@@ -1657,7 +1662,7 @@ fn emit_tiles(
                 .all(|((a, b), &d)| *a == 0 && *b == d);
             let b = boxed(&ty.shape, ty.dtype.size(), &reg);
             let origin = HomeBox {
-                at: home(p, plan, s.tensor).add(b.src_off),
+                at: home(p, plan, s.tensor).offset_by(b.src_off),
                 run: b.run,
                 outer: b.outer.clone(),
             };
@@ -1701,7 +1706,7 @@ fn emit_tiles(
                 continue;
             }
             let b = boxed(&ty.shape, ty.dtype.size(), &reg);
-            let h = home(p, plan, s.tensor).add(b.src_off);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
             let slot = slot_of(s);
             let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
             for (hd, td, sh) in commands(&b) {
@@ -1711,7 +1716,7 @@ fn emit_tiles(
                     dst_strides: sh.src_strides,
                     ..sh
                 };
-                em.dma(l.add(td), h.add(hd), sh, si, slot, false);
+                em.dma(l.offset_by(td), h.offset_by(hd), sh, si, slot, false);
             }
         }
     }

@@ -134,8 +134,7 @@ fn a_tile_that_does_not_fit_is_a_clear_error() {
         None,
         &reg,
     )
-    .err()
-    .expect("256 bytes of L1 cannot hold a tile");
+    .expect_err("256 bytes of L1 cannot hold a tile");
     let m = e.to_string();
     assert!(
         m.contains("L1") && m.contains("node `") && m.contains("256"),
