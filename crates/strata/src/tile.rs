@@ -721,6 +721,54 @@ impl Tiling {
         }
         tiles
     }
+    /// The tiles up to position: per class of tiles (first, interior and
+    /// last along each iterated or split axis) one representative and how
+    /// many tiles it stands for. Tiles of a class have the same extents and
+    /// the same clipping at the edges, so they cost the same.
+    fn classes(&self, dims: &[usize]) -> Vec<(Vec<(usize, usize)>, usize)> {
+        let mut out = vec![(dims.iter().map(|&d| (0, d)).collect::<Vec<_>>(), 1usize)];
+        for (a, &d) in dims.iter().enumerate() {
+            let step = if self.iter[a] {
+                1
+            } else if self.split.map(|s| s.0) == Some(a) {
+                self.split.unwrap().1
+            } else {
+                continue;
+            };
+            let n = d.div_ceil(step);
+            let range = |k: usize| (k * step, ((k + 1) * step).min(d));
+            let reps: Vec<((usize, usize), usize)> = match n {
+                1 => vec![(range(0), 1)],
+                2 => vec![(range(0), 1), (range(1), 1)],
+                _ => vec![(range(0), 1), (range(1), n - 2), (range(n - 1), 1)],
+            };
+            out = out
+                .iter()
+                .flat_map(|(t, c)| {
+                    reps.iter().map(move |&(r, k)| {
+                        let mut t2 = t.clone();
+                        t2[a] = r;
+                        (t2, c * k)
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+    fn count(&self, dims: &[usize]) -> usize {
+        dims.iter()
+            .enumerate()
+            .map(|(a, &d)| {
+                if self.iter[a] {
+                    d
+                } else if self.split.map(|s| s.0) == Some(a) {
+                    d.div_ceil(self.split.unwrap().1)
+                } else {
+                    1
+                }
+            })
+            .product()
+    }
     fn describe(&self) -> String {
         let mut parts: Vec<String> = self
             .iter
@@ -1056,12 +1104,13 @@ fn streams(
         Some(a) => d != 1 && (t.iter[*a] || t.split.map(|s| s.0) == Some(*a)),
         None => false,
     };
-    let tiles = t.tiles(&sp.dims);
+    let classes = t.classes(&sp.dims);
+    let ntiles = t.count(&sp.dims);
     let max_bytes = |tensor: TensorId, m: &AxisMap, wins: &[Win]| -> u64 {
         let ty = g.ty(tensor);
-        tiles
+        classes
             .iter()
-            .map(|tile| {
+            .map(|(tile, _)| {
                 let r = region_w(&ty.shape, m, wins, tile);
                 r.iter().map(|(a, b)| (b - a) as u64).product::<u64>() * ty.dtype.size() as u64
             })
@@ -1121,7 +1170,7 @@ fn streams(
             map: m,
             wins: vec![],
             resident: false,
-            slots: if buffering == Buffering::Double && tiles.len() > 1 {
+            slots: if buffering == Buffering::Double && ntiles > 1 {
                 2
             } else {
                 1
@@ -1144,92 +1193,67 @@ fn model_cycles(
     pf: &Platform,
     buffering: Buffering,
 ) -> f64 {
-    let tiles = t.tiles(&sp.dims);
     let mut total_in = 0.0;
     let mut total_out = 0.0;
     let mut total_c = 0.0;
-    let mut worst = 0.0f64;
-    // Tiles of the same extents cost the same: model each extent once.
-    let mut memo: std::collections::HashMap<Vec<usize>, (f64, f64, f64, f64)> =
-        std::collections::HashMap::new();
-    for (k, tile) in tiles.iter().enumerate() {
-        let key: Vec<usize> = streams
-            .iter()
-            .flat_map(|s| {
-                let ty = g.ty(s.tensor);
-                region_w(&ty.shape, &s.map, &s.wins, tile)
-                    .into_iter()
-                    .map(|(a, b)| b - a)
-            })
-            .chain(ph.shape_only.iter().flat_map(|&i| {
-                let reg = match (n.inputs[i], &sp.inputs[i]) {
-                    (Some(t), Some(m)) => region(&g.ty(t).shape, m, tile),
-                    _ => vec![],
-                };
-                reg.into_iter().map(|(a, b)| b - a)
-            }))
-            .collect();
-        let (din_moving, din_resident, dout, c) = *memo.entry(key).or_insert_with(|| {
-            let mut din = 0.0;
-            let mut din_res = 0.0;
-            let mut dout = 0.0;
-            let mut in_tys: Vec<Option<TensorType>> = vec![None; n.inputs.len()];
-            let mut out_tys: Vec<Option<TensorType>> = vec![None; n.outputs.len()];
-            for &i in &ph.shape_only {
-                if let (Some(t), Some(m)) = (n.inputs[i], &sp.inputs[i]) {
-                    let ty = g.ty(t);
-                    let reg = region(&ty.shape, m, tile);
-                    in_tys[i] = Some(TensorType::new(
-                        ty.dtype,
-                        reg.iter().map(|(a, b)| b - a).collect(),
-                    ));
-                }
+    let mut resident = 0.0;
+    for (tile, count) in t.classes(&sp.dims) {
+        let (mut din, mut din_res, mut dout) = (0.0, 0.0, 0.0);
+        let mut in_tys: Vec<Option<TensorType>> = vec![None; n.inputs.len()];
+        let mut out_tys: Vec<Option<TensorType>> = vec![None; n.outputs.len()];
+        for &i in &ph.shape_only {
+            if let (Some(t), Some(m)) = (n.inputs[i], &sp.inputs[i]) {
+                let ty = g.ty(t);
+                let reg = region(&ty.shape, m, &tile);
+                in_tys[i] = Some(TensorType::new(
+                    ty.dtype,
+                    reg.iter().map(|(a, b)| b - a).collect(),
+                ));
             }
-            for s in streams {
-                let ty = g.ty(s.tensor);
-                let reg = region_w(&ty.shape, &s.map, &s.wins, tile);
-                let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
-                let b = boxed(&ty.shape, ty.dtype.size(), &reg);
-                let cost: f64 = if tty.numel() == 0 {
-                    0.0
+        }
+        for s in streams {
+            let ty = g.ty(s.tensor);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, &tile);
+            let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
+            let cost: f64 = if tty.numel() == 0 {
+                0.0
+            } else {
+                commands(&boxed(&ty.shape, ty.dtype.size(), &reg))
+                    .iter()
+                    .map(|(_, _, sh)| pf.dma_issue + pf.dma_cycles(sh.total(), sh.runs()))
+                    .sum()
+            };
+            if let Some(i) = s.input {
+                if s.resident {
+                    din_res = cost;
                 } else {
-                    commands(&b)
-                        .iter()
-                        .map(|(_, _, sh)| pf.dma_issue + pf.dma_cycles(sh.total(), sh.runs()))
-                        .sum()
-                };
-                if let Some(i) = s.input {
-                    if s.resident {
-                        din_res += cost;
-                    } else {
-                        din += cost;
-                    }
-                    in_tys[i] = Some(tty.clone());
+                    din += cost;
                 }
-                if !s.outputs.is_empty() {
-                    dout += cost;
-                    for &o in &s.outputs {
-                        out_tys[o] = Some(tty.clone());
-                    }
+                in_tys[i] = Some(tty.clone());
+            }
+            if !s.outputs.is_empty() {
+                dout += cost;
+                for &o in &s.outputs {
+                    out_tys[o] = Some(tty.clone());
                 }
             }
-            let ins: Vec<Option<&TensorType>> = in_tys.iter().map(|t| t.as_ref()).collect();
-            let outs: Vec<Option<&TensorType>> = out_tys.iter().map(|t| t.as_ref()).collect();
-            let c = pf.kernel_cycles(work(&n.op_type, &ins, &outs));
-            (din, din_res, dout, c)
-        });
-        let din = din_moving + if k == 0 { din_resident } else { 0.0 };
-        total_in += din;
-        total_out += dout;
-        total_c += c;
-        worst = worst.max(c.max(din + dout));
-        let _ = worst;
+        }
+        let ins: Vec<Option<&TensorType>> = in_tys.iter().map(|t| t.as_ref()).collect();
+        let outs: Vec<Option<&TensorType>> = out_tys.iter().map(|t| t.as_ref()).collect();
+        let c = pf.kernel_cycles(work(&n.op_type, &ins, &outs));
+        let k = count as f64;
+        total_in += din * k;
+        total_out += dout * k;
+        total_c += c * k;
+        resident = f64::max(resident, din_res);
     }
+    // Resident inputs load once.
+    let total_in = total_in + resident;
     match buffering {
         Buffering::Single => total_in + total_c + total_out,
         Buffering::Double => {
             // Once the pipeline is full a tile costs max(compute, transfers).
-            let nt = tiles.len() as f64;
+            let nt = t.count(&sp.dims) as f64;
             let per = (total_c / nt).max((total_in + total_out) / nt);
             per * nt + (total_in + total_out) / nt
         }
@@ -1308,7 +1332,7 @@ fn choose(
         }
     }
     for t in cands {
-        let ntiles = t.tiles(&sp.dims).len();
+        let ntiles = t.count(&sp.dims);
         if ntiles > 65_536 {
             continue;
         }
@@ -1348,6 +1372,9 @@ pub struct Options {
 
 /// A DMA in flight: (id, stream, slot, inbound).
 type InFlight = (u32, usize, usize, bool);
+
+/// Tiling choices by node signature (op, attributes, operand types, phase).
+type ChoiceCache = std::collections::HashMap<String, (Buffering, Tiling, String)>;
 
 /// A tiling with its streams and L1 bytes.
 type Choice = (Tiling, Vec<Stream>, u64);
@@ -1487,9 +1514,25 @@ fn lower_phase(
     ph: &Phase,
     steps: &mut Vec<Step>,
     next_id: &mut u32,
+    cache: &mut ChoiceCache,
 ) -> Result<(u32, String, u64)> {
     let g = &p.graph;
     let n = &g.nodes[i];
+    // Nodes of the same op, attributes and shapes tile the same way: choose once.
+    let key = format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}",
+        n.op,
+        n.inputs
+            .iter()
+            .map(|t| t.map(|t| g.ty(t)))
+            .collect::<Vec<_>>(),
+        n.outputs
+            .iter()
+            .map(|t| t.map(|t| g.ty(t)))
+            .collect::<Vec<_>>(),
+        ph.outputs,
+        ph.shape_only
+    );
     let sp = ph.space.clone().unwrap_or_else(|| Space {
         dims: vec![],
         parallel: vec![],
@@ -1512,6 +1555,12 @@ fn lower_phase(
     // the simulator's clock, and the fastest wins (the requested buffering
     // on a tie). A node runs single-buffered only where that is faster, or
     // where its double-buffered tiles do not fit: its tiling says so.
+    if let Some((b, t, how)) = cache.get(&key) {
+        let st = streams(n, g, ph, &sp, t, *b);
+        let bytes = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
+        let ntiles = emit_tiles(p, plan, i, ph, &sp, t, st, *b, steps, next_id);
+        return Ok((ntiles as u32, how.clone(), bytes));
+    }
     let mut cands: Vec<(Buffering, Choice)> = Vec::new();
     let mut need = u64::MAX;
     for b in [opt.buffering, Buffering::Single] {
@@ -1542,7 +1591,8 @@ fn lower_phase(
             lower_bound: need,
         });
     }
-    let mut best: Option<(f64, usize, Vec<Step>, u32, String, u64)> = None;
+    #[allow(clippy::type_complexity)]
+    let mut best: Option<(f64, usize, Vec<Step>, u32, String, u64, Buffering, Tiling)> = None;
     for (k, (buffering, (t, st, bytes))) in cands.into_iter().enumerate() {
         let mut scratch = Vec::new();
         let mut id = *next_id;
@@ -1568,10 +1618,11 @@ fn lower_phase(
                     " (single-buffered: faster here than double)"
                 });
             }
-            best = Some((cycles, ntiles, scratch, id, how, bytes));
+            best = Some((cycles, ntiles, scratch, id, how, bytes, buffering, t));
         }
     }
-    let (_, ntiles, scratch, id, how, bytes) = best.unwrap();
+    let (_, ntiles, scratch, id, how, bytes, b, t) = best.unwrap();
+    cache.insert(key, (b, t, how.clone()));
     steps.extend(scratch);
     *next_id = id;
     Ok((ntiles as u32, how, bytes))
@@ -1732,6 +1783,7 @@ pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
     let mut tilings = Vec::new();
     let mut l1_peak = 0u64;
     let mut next_id = 0u32;
+    let mut cache = ChoiceCache::new();
     let mut train_end = 0;
     for (i, n) in g.nodes.iter().enumerate() {
         if i == p.train_end {
@@ -1757,8 +1809,17 @@ pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
             let mut hows = Vec::new();
             let (mut ntiles, mut nbytes) = (0u32, 0u64);
             for ph in phases(n, g) {
-                let (tiles, how, bytes) =
-                    lower_phase(p, plan, opt, l1, i, &ph, &mut steps, &mut next_id)?;
+                let (tiles, how, bytes) = lower_phase(
+                    p,
+                    plan,
+                    opt,
+                    l1,
+                    i,
+                    &ph,
+                    &mut steps,
+                    &mut next_id,
+                    &mut cache,
+                )?;
                 ntiles += tiles;
                 nbytes = nbytes.max(bytes);
                 hows.push(match ph.outputs.as_slice() {
