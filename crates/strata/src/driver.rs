@@ -290,7 +290,8 @@ pub struct CheckReport {
     pub cycles: Option<sim::Cycles>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounds: Option<sim::Bounds>,
-    #[serde(skip)]
+    /// The simulator's full report (engine `sim`): per step and per op.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sim: Option<sim::SimReport>,
     /// How each node was lowered.
     #[serde(skip)]

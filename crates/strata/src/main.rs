@@ -226,6 +226,15 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                         b.transfer,
                         c.total as f64 / bound as f64
                     );
+                    let mut ops: Vec<&strata::sim::OpCycles> = sim.ops.iter().collect();
+                    ops.sort_by_key(|o| std::cmp::Reverse(o.compute + o.stall));
+                    println!("  ops by cycles (compute + stall, over the run; DMA is the engine's busy time):");
+                    for o in ops.iter().take(8) {
+                        println!(
+                            "    compute {:>10}  stall {:>10}  DMA {:>10}  {} ({})",
+                            o.compute, o.stall, o.dma, o.node, o.op_type
+                        );
+                    }
                 }
             }
             Ok(if r.ok {
