@@ -12,6 +12,7 @@
 
 pub mod cx;
 pub mod harness;
+pub mod roll;
 
 use std::fmt::Write;
 use std::path::Path;
@@ -267,8 +268,13 @@ fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usi
             node.op_type
         )
         .unwrap();
+        let mut lines = String::new();
         for step in &lir.steps[lir.node_steps[n].clone()] {
-            emit_step(c, p, step)?;
+            emit_step(&mut lines, p, step)?;
+        }
+        let lines: Vec<String> = lines.lines().map(str::to_string).collect();
+        for l in roll::roll(&lines, "    ") {
+            writeln!(c, "{l}").unwrap();
         }
     }
     Ok(())
