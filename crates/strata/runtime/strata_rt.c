@@ -26,3 +26,16 @@ void st_fork(st_task_fn fn, void *args) {
     st_current_core = 0;
 }
 #endif
+
+void st_dma(uint32_t id, void *dst, const void *src, uint32_t bytes, uint32_t c0,
+            uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    uint32_t i, j;
+    (void)id;
+    for (j = 0; j < c1; j++)
+        for (i = 0; i < c0; i++)
+            memcpy(d + j * ds1 + i * ds0, s + j * ss1 + i * ss0, bytes);
+}
+
+void st_dma_wait(uint32_t id) { (void)id; }

@@ -14,6 +14,15 @@
 
 #ifndef ST_NUM_CORES
 #define ST_NUM_CORES 8
+/* DMA between memory levels. A transfer moves c1 x c0 runs of `bytes`
+ * contiguous bytes; run (j, i) starts at j*ss1 + i*ss0 in the source and
+ * j*ds1 + i*ds0 in the destination (c0 = c1 = 1: a 1D transfer). `id`
+ * names it for st_dma_wait; its data may be read only after that wait.
+ * On the host the copy happens at once and the wait has nothing to do. */
+void st_dma(uint32_t id, void *dst, const void *src, uint32_t bytes, uint32_t c0,
+            uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
+void st_dma_wait(uint32_t id);
+
 #endif
 
 #define ST_NO_IGNORE (-0x7fffffffffffffffLL - 1)
@@ -47,5 +56,14 @@ static inline void st_split(size_t n, size_t *lo, size_t *hi) {
     *lo = a < n ? a : n;
     *hi = b < n ? b : n;
 }
+
+/* DMA between memory levels. A transfer moves c1 x c0 runs of `bytes`
+ * contiguous bytes; run (j, i) starts at j*ss1 + i*ss0 in the source and
+ * j*ds1 + i*ds0 in the destination (c0 = c1 = 1: a 1D transfer). `id`
+ * names it for st_dma_wait; its data may be read only after that wait.
+ * On the host the copy happens at once and the wait has nothing to do. */
+void st_dma(uint32_t id, void *dst, const void *src, uint32_t bytes, uint32_t c0,
+            uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
+void st_dma_wait(uint32_t id);
 
 #endif

@@ -7,10 +7,14 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fixture::{self, Comparison, Fixture, Results};
+use crate::lir::{self, Buffering, Lir};
 use crate::ops::Registry;
 use crate::outdir;
 use crate::plan::{self, MemoryPlan};
+use crate::platform::Platform;
 use crate::program::Program;
+use crate::sim;
+use crate::tile;
 
 /// Default L2 budget: Siracusa's ~2 MB of L2, as the peer uses for data.
 pub const DEFAULT_L2: u64 = 2 * 1024 * 1024;
@@ -25,8 +29,51 @@ pub const PLAN_TIME: Duration = Duration::from_secs(60);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
+    /// The reference interpreter on the Graph IR (the golden model).
     Interp,
+    /// The emitted C, compiled and run on the host.
     C,
+    /// The simulator on the lowered program, with the cycle model.
+    Sim,
+}
+
+/// Default L1 budget: training runs on Siracusa use 64–128 KB of its 256 KiB.
+pub const DEFAULT_L1: u64 = 128_000;
+
+/// The memory budgets and the machine a program is compiled for.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub l2: u64,
+    /// `None`: kernels read their operands in L2 (no L1, no DMA).
+    pub l1: Option<u64>,
+    pub buffering: Buffering,
+    pub platform: Platform,
+}
+
+impl Target {
+    /// Tiled into the default L1, double-buffered, with `l2` bytes of L2.
+    pub fn with_l2(l2: u64) -> Target {
+        Target {
+            l2,
+            l1: Some(DEFAULT_L1),
+            buffering: Buffering::Double,
+            platform: Platform::default(),
+        }
+    }
+    fn lowering(&self) -> tile::Options {
+        tile::Options {
+            l1: self.l1,
+            buffering: self.buffering,
+            platform: self.platform.clone(),
+        }
+    }
+}
+
+/// Lower a planned program and check the lowered program independently.
+pub fn lower_program(p: &Program, plan: &MemoryPlan, target: &Target) -> Result<Lir> {
+    let lir = tile::lower(p, plan, &target.lowering())?;
+    lir::check(&lir, &tile::const_sizes(p))?;
+    Ok(lir)
 }
 
 /// What `compile` reads: a fixture directory (program plus data and
@@ -140,6 +187,45 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
     s
 }
 
+/// What the lowering did, per node (deterministic).
+pub fn lir_summary(lir: &Lir) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for (l, b) in &lir.arenas {
+        if *l != lir::Level::L2 {
+            writeln!(
+                s,
+                "level {l}: arena {b} bytes, lower bound {} bytes",
+                lir.lower_bounds.get(l).copied().unwrap_or(0)
+            )
+            .unwrap();
+        }
+    }
+    writeln!(
+        s,
+        "lowered: {} steps, {} DMA commands per training step, {} per optimizer step{}",
+        lir.steps.len(),
+        lir.dma_commands(0..lir.train_end),
+        lir.dma_commands(lir.train_end..lir.steps.len()),
+        match lir.buffering {
+            Some(Buffering::Double) => ", double-buffered",
+            Some(Buffering::Single) => ", single-buffered",
+            None => ", kernels read L2 (no L1)",
+        }
+    )
+    .unwrap();
+    writeln!(s, "{:>6} {:>10}  node (op): tiling", "tiles", "L1 bytes").unwrap();
+    for t in &lir.tilings {
+        writeln!(
+            s,
+            "{:>6} {:>10}  {} ({}): {}",
+            t.tiles, t.l1_bytes, t.node, t.op_type, t.how
+        )
+        .unwrap();
+    }
+    s
+}
+
 /// `plan.json`: the plan with every group's tensors by id, name, role and
 /// size, so the file can be read without the program at hand.
 pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
@@ -189,10 +275,11 @@ pub fn write_output(
     dir: &Path,
     p: &Program,
     plan: &MemoryPlan,
+    lir: &Lir,
     harness: Option<&str>,
 ) -> Result<Vec<String>> {
-    let sources = crate::codegen::write_project(dir, p, plan, harness)?;
-    write_output_plan(dir, p, plan)?;
+    let sources = crate::codegen::write_project(dir, p, plan, lir, harness)?;
+    write_output_plan(dir, p, plan, lir)?;
     Ok(sources)
 }
 
@@ -207,16 +294,29 @@ pub fn compile(
     out: &Path,
     reg: &Registry,
 ) -> Result<(Loaded, MemoryPlan)> {
+    compile_for(input, optimizer, &Target::with_l2(l2), out, reg).map(|(l, p, _)| (l, p))
+}
+
+/// Compile for a target: plan, lower and write the C project into `out`
+/// by the rules of [`crate::outdir`], as [`compile`].
+pub fn compile_for(
+    input: &Path,
+    optimizer: Option<&Path>,
+    target: &Target,
+    out: &Path,
+    reg: &Registry,
+) -> Result<(Loaded, MemoryPlan, Lir)> {
     outdir::produce(out, |dir| {
         let loaded = load_program(input, optimizer, reg)?;
         let p = loaded.program();
-        let plan = plan_program(p, l2)?;
+        let plan = plan_program(p, target.l2)?;
+        let lir = lower_program(p, &plan, target)?;
         let harness = match &loaded {
             Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
             Loaded::Program(_) => None,
         };
-        write_output(dir, p, &plan, harness.as_deref())?;
-        Ok((loaded, plan))
+        write_output(dir, p, &plan, &lir, harness.as_deref())?;
+        Ok((loaded, plan, lir))
     })
 }
 
@@ -237,6 +337,17 @@ pub struct CheckReport {
     /// Read-only constants outside the arena (bytes).
     pub constant_bytes: u64,
     pub tolerance: fixture::Tolerance,
+    /// The simulator's cycle counts (engine `sim`), summed over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<sim::Cycles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<sim::Bounds>,
+    /// The simulator's full report (engine `sim`): per step and per op.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim: Option<sim::SimReport>,
+    /// How each node was lowered.
+    #[serde(skip)]
+    pub tilings: Vec<lir::NodeTiling>,
     #[serde(skip)]
     pub results: Option<Results>,
     #[serde(skip)]
@@ -251,6 +362,17 @@ pub fn check(
     workdir: Option<&Path>,
     reg: &Registry,
 ) -> Result<CheckReport> {
+    check_for(dir, engine, &Target::with_l2(l2), workdir, reg)
+}
+
+/// Run a fixture through an engine for a target and compare it with its reference.
+pub fn check_for(
+    dir: &Path,
+    engine: Engine,
+    target: &Target,
+    workdir: Option<&Path>,
+    reg: &Registry,
+) -> Result<CheckReport> {
     if let Some(w) = workdir {
         // The path check first, before anything is read.
         outdir::refuse(w, &outdir::Env::current()?)?;
@@ -262,13 +384,20 @@ pub fn check(
             dir.display()
         )));
     }
-    let plan = plan_program(&f.program, l2)?;
+    let plan = plan_program(&f.program, target.l2)?;
+    let lir = lower_program(&f.program, &plan, target)?;
+    let mut sim_report = None;
     let (results, c_output, c_ok) = match engine {
         Engine::Interp => (fixture::run_interp(&f)?, String::new(), None),
+        Engine::Sim => {
+            let (r, rep) = sim::run_fixture(&f, &plan, &lir, &target.platform)?;
+            sim_report = Some(rep);
+            (r, String::new(), None)
+        }
         Engine::C => {
             let run = |wd: &Path| -> Result<_> {
-                let r = crate::codegen::harness::run(&f, &plan, wd)?;
-                write_output_plan(wd, &f.program, &plan)?;
+                let r = crate::codegen::harness::run(&f, &plan, &lir, wd)?;
+                write_output_plan(wd, &f.program, &plan, &lir)?;
                 Ok(r)
             };
             let (r, out, ok) = match workdir {
@@ -295,7 +424,9 @@ pub fn check(
             )));
         }
     }
-    let level = |v: u64| std::iter::once((plan.level.to_string(), v)).collect();
+    let level = |m: &std::collections::BTreeMap<lir::Level, u64>| {
+        m.iter().map(|(l, v)| (l.to_string(), *v)).collect()
+    };
     Ok(CheckReport {
         fixture: dir.display().to_string(),
         kind: f.kind,
@@ -306,19 +437,24 @@ pub fn check(
         max_abs_loss_error: cmp.max_abs_loss_error,
         max_abs_weight_error: cmp.max_abs_weight_error,
         failures: cmp.failures,
-        arena_bytes: level(plan.arena_bytes),
-        lower_bound_bytes: level(plan.lower_bound),
+        arena_bytes: level(&lir.arenas),
+        lower_bound_bytes: level(&lir.lower_bounds),
         constant_bytes: plan.constant_bytes,
         tolerance: f.tolerance,
+        cycles: sim_report.as_ref().map(|r| r.cycles.clone()),
+        bounds: sim_report.as_ref().map(|r| r.bounds.clone()),
+        sim: sim_report,
+        tilings: lir.tilings.clone(),
         results: Some(results),
         c_output,
     })
 }
 
 /// `plan.txt` and `plan.json` beside a project the harness wrote.
-fn write_output_plan(dir: &Path, p: &Program, plan: &MemoryPlan) -> Result<()> {
+fn write_output_plan(dir: &Path, p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<()> {
     let txt = dir.join("plan.txt");
-    std::fs::write(&txt, plan_summary(p, plan)).map_err(|e| Error::io(&txt, e))?;
+    std::fs::write(&txt, plan_summary(p, plan) + &lir_summary(lir))
+        .map_err(|e| Error::io(&txt, e))?;
     let json = dir.join("plan.json");
     std::fs::write(&json, plan_json(p, plan)).map_err(|e| Error::io(&json, e))
 }

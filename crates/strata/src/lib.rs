@@ -3,10 +3,12 @@
 //! training program as one static memory plan, and emits C.
 //!
 //! The pipeline, one visible step after another (see [`driver`]):
-//! `import → verify → program (train + optimizer) → plan → check → emit`.
-//! This crate owns the IR, the op set (shape rules, reference kernels, C
-//! kernels), the reference interpreter, the plan and its checker, and the C
-//! emitter. Placement itself is the `memplan` crate's job.
+//! `import → verify → program (train + optimizer) → plan → check → tile and
+//! lower → check → emit C / simulate`. This crate owns the IR, the op set
+//! (shape rules, reference kernels, C kernels), the reference interpreter,
+//! the plan and its checker, the tiler, the lowered program (LIR) and its
+//! checker, the simulator with its cycle model, and the C emitter.
+//! Placement itself is the `memplan` crate's job.
 
 pub mod codegen;
 pub mod driver;
@@ -14,13 +16,17 @@ pub mod error;
 pub mod fixture;
 pub mod interp;
 pub mod ir;
+pub mod lir;
 pub mod onnx;
 pub mod ops;
 pub mod outdir;
 pub mod plan;
+pub mod platform;
 pub mod program;
+pub mod sim;
 pub mod tensor;
 pub mod testing;
+pub mod tile;
 pub mod verify;
 
 pub use error::{Error, Result};

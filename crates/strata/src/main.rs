@@ -33,6 +33,8 @@ enum Cmd {
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
+        #[command(flatten)]
+        tiling: TilingArgs,
         /// Output directory for the C project: created, or replaced when it is empty or a previous strata output; anything else is refused.
         #[arg(short, long)]
         output: PathBuf,
@@ -41,12 +43,14 @@ enum Cmd {
     Check {
         /// The fixture directory.
         dir: PathBuf,
-        /// The engine: `interp` (the reference interpreter) or `c` (the compiled C).
+        /// The engine: `interp` (the reference interpreter), `sim` (the simulator, with cycles) or `c` (the compiled C).
         #[arg(long, value_enum, default_value = "interp")]
         engine: Engine,
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
+        #[command(flatten)]
+        tiling: TilingArgs,
         /// Keep the generated C project here (engine c), by the same rules as `compile -o`.
         #[arg(long)]
         workdir: Option<PathBuf>,
@@ -84,10 +88,41 @@ enum Cmd {
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
+        #[command(flatten)]
+        tiling: TilingArgs,
         /// Where the C project, plan.txt and plan.json are written, by the same rules as `compile -o`; default `strata-out/<program>-<hash of its path>` in the current directory.
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+}
+
+/// How ops run out of L1.
+#[derive(clap::Args)]
+struct TilingArgs {
+    /// Capacity of memory level L1 in bytes (1 to 2^40): every op runs tile by tile out of it.
+    #[arg(long, default_value_t = driver::DEFAULT_L1, value_parser = parse_l2, allow_hyphen_values = true)]
+    l1: u64,
+    /// How tiles are pipelined: `double` overlaps the next tile's loads and the last one's stores with compute.
+    #[arg(long, value_enum, default_value = "double")]
+    buffering: strata::lir::Buffering,
+    /// No L1 and no DMA: every kernel reads and writes its whole tensors in L2.
+    #[arg(long)]
+    untiled: bool,
+    /// Override a cycle-model parameter, `name=value` (repeatable; see `platform.rs`).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+}
+
+impl TilingArgs {
+    fn target(&self, l2: u64) -> strata::Result<driver::Target> {
+        let mut t = driver::Target::with_l2(l2);
+        t.l1 = (!self.untiled).then_some(self.l1);
+        t.buffering = self.buffering;
+        for a in &self.params {
+            t.platform.set(a)?;
+        }
+        Ok(t)
+    }
 }
 
 fn main() -> ExitCode {
@@ -109,6 +144,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             optimizer,
             target,
             l2,
+            tiling,
             output,
         } => {
             if target != "host" {
@@ -116,7 +152,13 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     "unknown target `{target}` (supported: host)"
                 )));
             }
-            let (loaded, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let (loaded, plan, lir) = driver::compile_for(
+                &input,
+                optimizer.as_deref(),
+                &tiling.target(l2)?,
+                &output,
+                reg,
+            )?;
             let p = loaded.program();
             println!(
                 "wrote {} ({} nodes: {} training, {} optimizer)",
@@ -129,16 +171,23 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 "L2 arena {} bytes, lower bound {} bytes, capacity {} bytes",
                 plan.arena_bytes, plan.lower_bound, plan.capacity
             );
+            if let Some(l1) = lir.arenas.get(&strata::lir::Level::L1) {
+                println!(
+                    "L1 arena {l1} bytes; {} DMA commands per training step",
+                    lir.dma_commands(0..lir.train_end)
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check {
             dir,
             engine,
             l2,
+            tiling,
             workdir,
             json,
         } => {
-            let r = driver::check(&dir, engine, l2, workdir.as_deref(), reg)?;
+            let r = driver::check_for(&dir, engine, &tiling.target(l2)?, workdir.as_deref(), reg)?;
             if json {
                 println!("{}", serde_json::to_string(&r).expect("report serializes"));
             } else {
@@ -162,10 +211,35 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 for (name, e) in &r.failures {
                     println!("  off: {name} (max abs error {e:.3e})");
                 }
-                println!(
-                    "  L2 arena {} bytes, lower bound {} bytes; read-only constants {} bytes",
-                    r.arena_bytes["L2"], r.lower_bound_bytes["L2"], r.constant_bytes
-                );
+                for (level, bytes) in &r.arena_bytes {
+                    println!(
+                        "  {level} arena {bytes} bytes, lower bound {} bytes",
+                        r.lower_bound_bytes[level]
+                    );
+                }
+                println!("  read-only constants {} bytes", r.constant_bytes);
+                if let (Some(c), Some(b), Some(sim)) = (&r.cycles, &r.bounds, &r.sim) {
+                    println!(
+                        "  cycles: training {} ({} steps), optimizer {} ({} steps), total {}",
+                        c.train, sim.train_steps, c.optimizer, sim.optimizer_steps, c.total
+                    );
+                    let bound = b.compute.max(b.transfer).max(1);
+                    println!(
+                        "  bounds: compute {}, transfer {}; cycles / max(bounds) = {:.2}",
+                        b.compute,
+                        b.transfer,
+                        c.total as f64 / bound as f64
+                    );
+                    let mut ops: Vec<&strata::sim::OpCycles> = sim.ops.iter().collect();
+                    ops.sort_by_key(|o| std::cmp::Reverse(o.compute + o.stall));
+                    println!("  ops by cycles (compute + stall, over the run; DMA is the engine's busy time):");
+                    for o in ops.iter().take(8) {
+                        println!(
+                            "    compute {:>10}  stall {:>10}  DMA {:>10}  {} ({})",
+                            o.compute, o.stall, o.dma, o.node, o.op_type
+                        );
+                    }
+                }
             }
             Ok(if r.ok {
                 ExitCode::SUCCESS
@@ -189,12 +263,17 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             output.as_deref(),
             json,
         ),
-        Cmd::Run { dir, l2, output } => {
+        Cmd::Run {
+            dir,
+            l2,
+            tiling,
+            output,
+        } => {
             let output = match output {
                 Some(o) => o,
                 None => default_run_dir(&dir)?,
             };
-            let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
+            let r = driver::check_for(&dir, Engine::C, &tiling.target(l2)?, Some(&output), reg)?;
             print!("{}", r.c_output);
             println!(
                 "C project in {}; L2 arena {} bytes (lower bound {} bytes); read-only constants {} bytes",

@@ -134,8 +134,11 @@ pub fn run_c(graph: Graph, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
 
 fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
+    target.l1 = None;
+    let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let scratch = crate::outdir::Scratch::new("strata-test-")?;
-    let r = crate::codegen::harness::run(f, &plan, scratch.path());
+    let r = crate::codegen::harness::run(f, &plan, &lir, scratch.path());
     let closed = scratch.close();
     let r = r?;
     closed?;

@@ -198,7 +198,12 @@ fn fault_check(s: &mut String, step: &str) {
 
 /// Emit, build and run the fixture's C in `dir` (a fresh directory: see
 /// `outdir`); read back its results.
-pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, String, bool)> {
+pub fn run(
+    f: &Fixture,
+    plan: &MemoryPlan,
+    lir: &crate::lir::Lir,
+    dir: &Path,
+) -> Result<(Results, String, bool)> {
     let res_path: PathBuf = dir.join("results.bin");
     // Never read a stale results file: the run's directory must not hold one
     // (strata does not remove it: it runs in a directory of its own).
@@ -208,7 +213,7 @@ pub fn run(f: &Fixture, plan: &MemoryPlan, dir: &Path) -> Result<(Results, Strin
             res_path.display()
         )));
     }
-    let sources = write_project(dir, &f.program, plan, Some(&emit(f, plan)))?;
+    let sources = write_project(dir, &f.program, plan, lir, Some(&emit(f, plan)))?;
     let exe = super::build(dir, &sources)?;
     let out = std::process::Command::new(&exe)
         .arg(&res_path)

@@ -103,7 +103,9 @@ impl Alias {
     }
 }
 
-pub trait Op: fmt::Debug + Send + Sync {
+/// `Any` lets passes that need an op's attributes (the tiler) read them
+/// from its concrete type without every op growing a method for each pass.
+pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
     /// Output types from input types (and constant input values).
     fn infer(
         &self,

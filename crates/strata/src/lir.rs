@@ -1,0 +1,515 @@
+//! The lowered program (LIR): what every back end reads. A flat list of
+//! steps over one arena per memory level with fixed offsets: DMA transfers
+//! (1D/2D/3D, strided), waits on them, and kernel calls whose operands are
+//! (level, offset, type) triples. The training step and the optimizer are
+//! two ranges of one list, over the same arenas.
+//!
+//! The LIR owns no numerics: a kernel step names the graph node whose op it
+//! runs on the tile's shapes, so the simulator runs the op's reference
+//! kernel and the C emitter the op's C on exactly the same operands.
+//!
+//! [`check`] is the independent checker of a lowered program: it replays
+//! the steps over byte ranges of every arena and proves that no DMA or
+//! kernel touches bytes outside its arena, that a kernel reads only bytes
+//! whose inbound DMA has been waited for, that nothing overwrites bytes a
+//! DMA is still reading or writing, and that no DMA id is reused while in
+//! flight.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::ir::{NodeId, TensorId};
+use crate::tensor::{Tensor, TensorType};
+
+/// A memory level of the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Level {
+    /// The cluster's scratchpad: kernels compute out of it.
+    L1,
+    /// SoC memory: where tensors live between ops.
+    L2,
+    /// Off-chip HyperRAM.
+    L3,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::L1 => "L1",
+            Level::L2 => "L2",
+            Level::L3 => "L3",
+        })
+    }
+}
+
+/// What an offset counts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Base {
+    /// The level's arena.
+    Arena(Level),
+    /// A read-only constant (kept in L2 beside the arena, as a C array).
+    Const(TensorId),
+}
+
+/// A byte address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Loc {
+    pub base: Base,
+    pub offset: u64,
+}
+
+impl Loc {
+    pub fn arena(level: Level, offset: u64) -> Loc {
+        Loc {
+            base: Base::Arena(level),
+            offset,
+        }
+    }
+    pub fn level(&self) -> Level {
+        match self.base {
+            Base::Arena(l) => l,
+            Base::Const(_) => Level::L2,
+        }
+    }
+    pub fn offset_by(self, d: u64) -> Loc {
+        Loc {
+            offset: self.offset + d,
+            ..self
+        }
+    }
+}
+
+/// The shape of one DMA command: `counts[1] × counts[0]` runs of `bytes`
+/// contiguous bytes; run `(j, i)` starts at `j·stride[1] + i·stride[0]` on
+/// either side. A 1D transfer has counts `[1, 1]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub bytes: u64,
+    pub counts: [u64; 2],
+    pub src_strides: [u64; 2],
+    pub dst_strides: [u64; 2],
+}
+
+impl Shape {
+    pub fn contiguous(bytes: u64) -> Shape {
+        Shape {
+            bytes,
+            counts: [1, 1],
+            src_strides: [0, 0],
+            dst_strides: [0, 0],
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.bytes * self.counts[0] * self.counts[1]
+    }
+    /// 1, 2 or 3.
+    pub fn dims(&self) -> u32 {
+        1 + (self.counts[0] > 1) as u32 + (self.counts[1] > 1) as u32
+    }
+    pub fn runs(&self) -> u64 {
+        self.counts[0] * self.counts[1]
+    }
+    /// The byte ranges `[start, end)` of one side, relative to its base offset.
+    pub fn ranges(&self, strides: [u64; 2]) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.counts[1]).flat_map(move |j| {
+            (0..self.counts[0]).map(move |i| {
+                let s = j * strides[1] + i * strides[0];
+                (s, s + self.bytes)
+            })
+        })
+    }
+}
+
+/// One DMA command. It is issued at its step and its data has landed only
+/// once a [`Step::Wait`] on its id has run.
+#[derive(Clone, Debug)]
+pub struct Dma {
+    pub id: u32,
+    pub src: Loc,
+    pub dst: Loc,
+    pub shape: Shape,
+}
+
+/// A kernel operand: where the tile sits and its (dense) type.
+#[derive(Clone, Debug)]
+pub struct Operand {
+    pub loc: Loc,
+    pub ty: TensorType,
+    /// The value, when the operand is a compile-time constant (shape and axes inputs).
+    pub value: Option<Tensor>,
+    /// For a tile in L1: the box of its tensor at home it was loaded from
+    /// or is stored to. The checker proves the L1 bytes a kernel reads hold
+    /// exactly that data.
+    pub home: Option<HomeBox>,
+}
+
+/// Where a dense tile's bytes live at home: runs of `run` contiguous bytes,
+/// repeated by outer loops (count, home stride, tile stride), innermost first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HomeBox {
+    pub at: Loc,
+    pub run: u64,
+    pub outer: Vec<(u64, u64, u64)>,
+}
+
+impl HomeBox {
+    /// (tile offset, home offset relative to `at`) of every run.
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        let mut v = vec![(0u64, 0u64)];
+        for &(c, hs, ts) in &self.outer {
+            v = v
+                .iter()
+                .flat_map(|&(t, h)| (0..c).map(move |k| (t + k * ts, h + k * hs)))
+                .collect();
+        }
+        v
+    }
+}
+
+/// One kernel call: node `node`'s op on the given operands (its tile).
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub node: NodeId,
+    /// The tile's own op where it differs from the node's (a convolution
+    /// tile's pads or group count); `None`: the node's op.
+    pub op: Option<std::sync::Arc<dyn crate::ops::Op>>,
+    /// The tile's index within the node (0 for an untiled node).
+    pub tile: u32,
+    pub inputs: Vec<Option<Operand>>,
+    pub outputs: Vec<Option<Operand>>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Step {
+    Dma(Dma),
+    Wait(u32),
+    Kernel(Kernel),
+}
+
+/// How an op's tiles are pipelined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Buffering {
+    /// Load, compute, store, one tile after another.
+    Single,
+    /// The next tile loads and the previous one stores while a tile computes.
+    Double,
+}
+
+/// How one node was lowered.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NodeTiling {
+    pub node: String,
+    pub op_type: String,
+    /// Tiles the node runs as (0 for a view: no code).
+    pub tiles: u32,
+    /// How the tiles split the node: e.g. `whole`, or `axis 1 by 4` of the tile space.
+    pub how: String,
+    /// L1 bytes of the node's working set (every slot).
+    pub l1_bytes: u64,
+}
+
+/// A lowered program.
+#[derive(Clone, Debug)]
+pub struct Lir {
+    /// Arena bytes per level (a level absent here has no arena).
+    pub arenas: BTreeMap<Level, u64>,
+    /// The lower bound of each planned arena.
+    pub lower_bounds: BTreeMap<Level, u64>,
+    pub steps: Vec<Step>,
+    /// `steps[..train_end]` is the training step, the rest the optimizer.
+    pub train_end: usize,
+    /// Per graph node, the range of its steps.
+    pub node_steps: Vec<std::ops::Range<usize>>,
+    pub tilings: Vec<NodeTiling>,
+    pub buffering: Option<Buffering>,
+}
+
+/// The largest number of bytes one DMA command carries (the mchan command
+/// word's 17-bit length field; 2^17 would wrap to a zero-length transfer).
+pub const DMA_MAX_BYTES: u64 = (1 << 17) - 1;
+
+impl Lir {
+    pub fn arena(&self, l: Level) -> u64 {
+        self.arenas.get(&l).copied().unwrap_or(0)
+    }
+    /// DMA commands in `range` of the steps.
+    pub fn dma_commands(&self, range: std::ops::Range<usize>) -> usize {
+        self.steps[range]
+            .iter()
+            .filter(|s| matches!(s, Step::Dma(_)))
+            .count()
+    }
+}
+
+/// Sizes of the read-only constants the program may address.
+pub type ConstSizes = BTreeMap<TensorId, u64>;
+
+/// A fault found by [`check`].
+fn fail(step: usize, msg: String) -> Error {
+    Error::PlanCheck(format!("LIR step {step}: {msg}"))
+}
+
+/// Byte ranges of one base with an owner tag; non-overlapping, unsorted.
+#[derive(Default)]
+struct Ranges(Vec<(u64, u64, u32)>);
+
+impl Ranges {
+    fn insert(&mut self, s: u64, e: u64, tag: u32) {
+        self.remove(s, e);
+        self.0.push((s, e, tag));
+    }
+    fn remove(&mut self, s: u64, e: u64) {
+        let mut next = Vec::with_capacity(self.0.len() + 1);
+        for &(a, b, t) in &self.0 {
+            if b <= s || e <= a {
+                next.push((a, b, t));
+            } else {
+                if a < s {
+                    next.push((a, s, t));
+                }
+                if e < b {
+                    next.push((e, b, t));
+                }
+            }
+        }
+        self.0 = next;
+    }
+    fn overlap(&self, s: u64, e: u64) -> Option<u32> {
+        self.0
+            .iter()
+            .find(|&&(a, b, _)| a < e && s < b)
+            .map(|&(_, _, t)| t)
+    }
+    fn remove_tag(&mut self, tag: u32) {
+        self.0.retain(|&(_, _, t)| t != tag);
+    }
+}
+
+/// What L1 bytes hold: per range, the home address its first byte mirrors
+/// (`home.offset - start` is constant along a contiguous run).
+#[derive(Default)]
+struct Content(Vec<(u64, u64, Base, i64)>);
+
+impl Content {
+    fn write(&mut self, s: u64, e: u64, base: Base, home: u64) {
+        let mut next = Vec::with_capacity(self.0.len() + 2);
+        for &(a, b, hb, d) in &self.0 {
+            if b <= s || e <= a {
+                next.push((a, b, hb, d));
+            } else {
+                if a < s {
+                    next.push((a, s, hb, d));
+                }
+                if e < b {
+                    next.push((e, b, hb, d));
+                }
+            }
+        }
+        next.push((s, e, base, home as i64 - s as i64));
+        self.0 = next;
+    }
+    /// Whether byte `s` mirrors `home`, and every byte of `[s, e)` holds some loaded or computed data.
+    fn holds(&self, s: u64, e: u64, home: &Loc) -> bool {
+        let mut covered = 0;
+        let mut first = false;
+        for &(a, b, hb, d) in &self.0 {
+            if a < e && s < b {
+                covered += b.min(e) - a.max(s);
+                if a <= s && s < b {
+                    first = hb == home.base && s as i64 + d == home.offset as i64;
+                }
+            }
+        }
+        first && covered == e - s
+    }
+}
+
+/// The independent checker of a lowered program (see the module doc).
+///
+/// Per base it keeps the bytes an in-flight DMA reads (`reading`) and the
+/// bytes one writes (`landing`). A DMA may not write bytes that another
+/// in-flight DMA reads or writes, nor read bytes one is writing; a kernel
+/// may touch neither; a wait retires its DMA. At the end of the program and
+/// of the training step nothing may be in flight. Every range must lie
+/// inside its arena (or its constant), and a DMA command carries at most
+/// [`DMA_MAX_BYTES`]. L1 content is tracked by provenance: a kernel's L1
+/// operand must hold the data of its `home` box (loaded by a DMA from there,
+/// or computed for there by an earlier kernel), and a DMA from L1 to home
+/// must carry data that was computed or loaded for that very home.
+pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
+    let mut l1 = Content::default();
+    let mut reading: BTreeMap<Base, Ranges> = BTreeMap::new();
+    let mut landing: BTreeMap<Base, Ranges> = BTreeMap::new();
+    let mut in_flight: BTreeMap<u32, usize> = BTreeMap::new();
+    let bounds = |loc: &Loc, len_end: u64, step: usize, what: &str| -> Result<()> {
+        let cap = match loc.base {
+            Base::Arena(l) => lir.arena(l),
+            Base::Const(t) => *consts.get(&t).ok_or_else(|| {
+                fail(
+                    step,
+                    format!("{what} names constant {} that does not exist", t.0),
+                )
+            })?,
+        };
+        if loc.offset + len_end > cap {
+            let name = match loc.base {
+                Base::Arena(l) => format!("the {l} arena"),
+                Base::Const(t) => format!("constant {}", t.0),
+            };
+            return Err(fail(
+                step,
+                format!(
+                    "{what} reaches byte {} of {name}, which has {cap} bytes",
+                    loc.offset + len_end
+                ),
+            ));
+        }
+        Ok(())
+    };
+    for (i, step) in lir.steps.iter().enumerate() {
+        if i == lir.train_end && !in_flight.is_empty() {
+            return Err(fail(
+                i,
+                format!(
+                    "the training step ends with DMA {} still in flight",
+                    in_flight.keys().next().unwrap()
+                ),
+            ));
+        }
+        match step {
+            Step::Dma(d) => {
+                if in_flight.contains_key(&d.id) {
+                    return Err(fail(i, format!("DMA id {} reused while in flight", d.id)));
+                }
+                if d.shape.total() > DMA_MAX_BYTES || d.shape.total() == 0 {
+                    return Err(fail(
+                        i,
+                        format!(
+                            "DMA {} carries {} bytes: one command carries 1 to {DMA_MAX_BYTES}",
+                            d.id,
+                            d.shape.total()
+                        ),
+                    ));
+                }
+                if d.dst.level() == d.src.level() {
+                    return Err(fail(
+                        i,
+                        format!("DMA {} stays within {}", d.id, d.src.level()),
+                    ));
+                }
+                if matches!(d.dst.base, Base::Const(_)) {
+                    return Err(fail(i, format!("DMA {} writes a read-only constant", d.id)));
+                }
+                for (s, e) in d.shape.ranges(d.shape.src_strides) {
+                    bounds(&d.src, e, i, &format!("DMA {} source", d.id))?;
+                    let (s, e) = (d.src.offset + s, d.src.offset + e);
+                    if let Some(o) = landing.get(&d.src.base).and_then(|r| r.overlap(s, e)) {
+                        return Err(fail(i, format!("DMA {} reads bytes [{s}, {e}) of {:?} that DMA {o} is still writing (a missing wait)", d.id, d.src.base)));
+                    }
+                    reading.entry(d.src.base).or_default().0.push((s, e, d.id));
+                }
+                if d.src.level() == Level::L1 {
+                    for ((s, e), (hs, _)) in d
+                        .shape
+                        .ranges(d.shape.src_strides)
+                        .zip(d.shape.ranges(d.shape.dst_strides))
+                    {
+                        let home = d.dst.offset_by(hs);
+                        if !l1.holds(d.src.offset + s, d.src.offset + e, &home) {
+                            return Err(fail(i, format!("DMA {} stores L1 bytes [{}, {}) to {:?}+{}, but they do not hold data for that place", d.id, d.src.offset + s, d.src.offset + e, home.base, home.offset)));
+                        }
+                    }
+                }
+                if d.dst.level() == Level::L1 {
+                    for ((s, e), (hs, _)) in d
+                        .shape
+                        .ranges(d.shape.dst_strides)
+                        .zip(d.shape.ranges(d.shape.src_strides))
+                    {
+                        let home = d.src.offset_by(hs);
+                        l1.write(d.dst.offset + s, d.dst.offset + e, home.base, home.offset);
+                    }
+                }
+                for (s, e) in d.shape.ranges(d.shape.dst_strides) {
+                    bounds(&d.dst, e, i, &format!("DMA {} destination", d.id))?;
+                    let (s, e) = (d.dst.offset + s, d.dst.offset + e);
+                    for (map, what) in [(&landing, "writing"), (&reading, "reading")] {
+                        if let Some(o) = map.get(&d.dst.base).and_then(|r| r.overlap(s, e)) {
+                            if o != d.id {
+                                return Err(fail(i, format!("DMA {} writes bytes [{s}, {e}) of {:?} that DMA {o} is still {what} (a missing wait)", d.id, d.dst.base)));
+                            }
+                        }
+                    }
+                    landing.entry(d.dst.base).or_default().insert(s, e, d.id);
+                }
+                in_flight.insert(d.id, i);
+            }
+            Step::Wait(id) => {
+                if in_flight.remove(id).is_none() {
+                    return Err(fail(i, format!("wait on DMA {id}, which is not in flight")));
+                }
+                for m in [&mut reading, &mut landing] {
+                    for r in m.values_mut() {
+                        r.remove_tag(*id);
+                    }
+                }
+            }
+            Step::Kernel(k) => {
+                let ops = k
+                    .inputs
+                    .iter()
+                    .map(|o| (o, false))
+                    .chain(k.outputs.iter().map(|o| (o, true)));
+                for (o, write) in ops {
+                    let Some(o) = o else { continue };
+                    let len = o.ty.bytes() as u64;
+                    bounds(&o.loc, len, i, &format!("kernel of node {}", k.node.0))?;
+                    if write && matches!(o.loc.base, Base::Const(_)) {
+                        return Err(fail(
+                            i,
+                            format!("kernel of node {} writes a read-only constant", k.node.0),
+                        ));
+                    }
+                    let (s, e) = (o.loc.offset, o.loc.offset + len);
+                    if o.loc.level() == Level::L1 && len > 0 {
+                        let Some(home) = &o.home else {
+                            return Err(fail(
+                                i,
+                                format!(
+                                    "kernel of node {} has an L1 operand without a home",
+                                    k.node.0
+                                ),
+                            ));
+                        };
+                        for (t, h) in home.runs() {
+                            let (rs, re) = (s + t, s + t + home.run);
+                            let at = home.at.offset_by(h);
+                            if write {
+                                l1.write(rs, re, at.base, at.offset);
+                            } else if !l1.holds(rs, re, &at) {
+                                return Err(fail(i, format!("kernel of node {} reads L1 bytes [{rs}, {re}) expecting data of {:?}+{}, but they hold other data (overwritten, or never loaded)", k.node.0, at.base, at.offset)));
+                            }
+                        }
+                    }
+                    if let Some(d) = landing.get(&o.loc.base).and_then(|r| r.overlap(s, e)) {
+                        return Err(fail(i, format!("kernel of node {} touches bytes [{s}, {e}) of {:?} before DMA {d} into them has been waited for", k.node.0, o.loc.base)));
+                    }
+                    if write {
+                        if let Some(d) = reading.get(&o.loc.base).and_then(|r| r.overlap(s, e)) {
+                            return Err(fail(i, format!("kernel of node {} writes bytes [{s}, {e}) of {:?} that DMA {d} is still reading", k.node.0, o.loc.base)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(id) = in_flight.keys().next() {
+        return Err(fail(
+            lir.steps.len(),
+            format!("the program ends with DMA {id} in flight"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,1980 @@
+//! Tiling and lowering: how every node of a planned program runs out of L1,
+//! and the lowered program ([`Lir`]) that says so step by step.
+//!
+//! A node's **tile space** ([`Space`]) is a box of dimensions, some of them
+//! *parallel* (output elements along them are computed independently). Each
+//! operand says, per axis, which space axis it follows; an operand axis of
+//! size 1 against a larger space axis is broadcast. A tiling iterates some
+//! parallel axes one index at a time and splits at most one parallel axis
+//! into chunks; every other axis is taken whole. The tile of an operand is
+//! then a box of its tensor, moved by (up to 3D, strided) DMA into a dense
+//! L1 slot, and the node's own op runs on the tile's shapes: tiling along
+//! parallel axes needs no op-specific kernel.
+//!
+//! An op without a tile space runs as one tile: every operand whole in L1.
+//! The tiling is chosen per node by the cycle model ([`Platform`]) under the
+//! L1 budget: fewest modelled cycles, fewer tiles on a tie.
+//!
+//! Waits are placed by hazard, not by pattern: before a DMA writes a slot or
+//! a kernel writes one, every DMA still touching that slot is waited for;
+//! before a kernel reads a slot, its inbound DMA is. Double buffering is
+//! then only an issue order (the next tile's loads go out before this tile
+//! computes) and enough slots (two; three where an in-place update loads and
+//! stores the same slot), for every op, with no exceptions.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, Node, NodeId, TensorId};
+use crate::lir::{
+    self, Base, Buffering, Dma, HomeBox, Kernel, Level, Lir, Loc, NodeTiling, Operand, Step,
+};
+use crate::ops::AliasKind;
+use crate::plan::{MemoryPlan, ALIGN};
+use crate::platform::{Platform, Work};
+use crate::program::Program;
+use crate::tensor::TensorType;
+
+/// How an operand's axes follow the tile space: per operand axis, the space
+/// axis it follows, or `None` (taken whole).
+pub type AxisMap = Vec<Option<usize>>;
+
+/// A node's tile space (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Space {
+    pub dims: Vec<usize>,
+    pub parallel: Vec<bool>,
+    /// How a tile's op differs from the node's.
+    pub retile: Retile,
+    /// Input axes read through a window of a space axis (a convolution's
+    /// rows): `(input, axis, space axis, kernel, stride, pad before)`. The
+    /// axis map leaves them unmapped; the box is the rows the tile's windows
+    /// read, and the tile's op gets the pads that remain inside it.
+    pub windows: Vec<(usize, usize, usize, usize, usize, usize)>,
+    /// Transposed windows: input `dY` rows read by output (dX) rows, as
+    /// `(input, axis, space axis, kernel, stride, pad before)`. Split chunks
+    /// along the space axis are multiples of the stride.
+    pub twindows: Vec<(usize, usize, usize, usize, usize, usize)>,
+    /// Per input position: its axis map, or `None` for an absent input.
+    pub inputs: Vec<Option<AxisMap>>,
+    pub outputs: Vec<Option<AxisMap>>,
+}
+
+/// How the op of one tile differs from the node's op.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Retile {
+    /// The node's op runs every tile.
+    #[default]
+    Same,
+    /// A depthwise convolution: the tile's group count is its extent on this space axis.
+    Group(usize),
+    /// The window of `Space::windows`: the tile's pads along the first spatial axis.
+    Rows,
+    /// The transposed window of `Space::twindows`: a convolution gradient's
+    /// dX rows; the tile's pads along the first spatial axis.
+    TRows,
+}
+
+/// Right-aligned (numpy broadcast) axis map of a rank-`r` operand in a rank-`rank` space.
+fn right_aligned(r: usize, rank: usize) -> Option<AxisMap> {
+    (r <= rank).then(|| (0..r).map(|i| Some(i + rank - r)).collect())
+}
+
+/// The space of an element-wise op (with numpy broadcasting): output 0's
+/// shape, every axis parallel.
+fn elementwise(
+    ins: &[Option<&TensorType>],
+    outs: &[Option<&TensorType>],
+    skip: &[usize],
+) -> Option<Space> {
+    let y = outs.first().copied().flatten()?;
+    let rank = y.shape.len();
+    let mut inputs = Vec::new();
+    for (i, t) in ins.iter().enumerate() {
+        inputs.push(match t {
+            None => None,
+            Some(_) if skip.contains(&i) => Some(vec![None; t.unwrap().shape.len()]),
+            Some(t) => Some(right_aligned(t.shape.len(), rank)?),
+        });
+    }
+    let mut outputs = Vec::new();
+    for t in outs {
+        outputs.push(match t {
+            None => None,
+            Some(t) if t.shape == y.shape => Some((0..rank).map(Some).collect()),
+            Some(_) => return None,
+        });
+    }
+    Some(Space {
+        dims: y.shape.clone(),
+        parallel: vec![true; rank],
+        retile: Retile::Same,
+        windows: vec![],
+        twindows: vec![],
+        inputs,
+        outputs,
+    })
+}
+
+/// Map of an operand whose axes `k` follow space axes `to[k]`, the rest whole.
+fn map(rank: usize, pairs: &[(usize, usize)]) -> AxisMap {
+    let mut m = vec![None; rank];
+    for &(k, a) in pairs {
+        if k < rank {
+            m[k] = Some(a);
+        }
+    }
+    m
+}
+
+/// One pass of a node over its tiles: the outputs it computes, its tile
+/// space (`None`: one tile), and the inputs it only needs the shapes of
+/// (they stay at home and are never read).
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub outputs: Vec<usize>,
+    pub space: Option<Space>,
+    pub shape_only: Vec<usize>,
+}
+
+/// How a node runs: one phase per output where the outputs split the work
+/// differently (the gradients of a convolution), else one phase.
+pub fn phases(n: &Node, g: &Graph) -> Vec<Phase> {
+    let present: Vec<usize> = (0..n.outputs.len())
+        .filter(|&o| n.outputs[o].is_some())
+        .collect();
+    if let Some(ph) = conv_grad_phases(n, g, &present) {
+        return ph;
+    }
+    vec![Phase {
+        outputs: present,
+        space: space(n, g),
+        shape_only: vec![],
+    }]
+}
+
+/// ConvGrad (dY, X, W) → (dX, dW, dB), ConvGradX (dY, W) → dX and
+/// ConvGradW (dY, X) → dW, ungrouped: dX splits over (N, C_in) and reads
+/// all of dY; dW splits over (C_out, C_in) and sums over N and space; dB
+/// splits over C_out. Each output is its own phase.
+fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> {
+    let (xi, wi) = match n.op_type.as_str() {
+        "ConvGrad" => (Some(1), Some(2)),
+        "ConvGradX" => (None, Some(1)),
+        "ConvGradW" => (Some(1), None),
+        _ => return None,
+    };
+    let ty = |i: Option<usize>| {
+        i.and_then(|i| n.inputs.get(i).copied().flatten())
+            .map(|t| g.ty(t))
+    };
+    let dy = ty(Some(0))?;
+    let (x, w) = (ty(xi), ty(wi));
+    if dy.shape.len() != 4 {
+        return None;
+    }
+    // Ungrouped only: W [C_out, C_in, kh, kw] against X or dX [N, C_in, H, W],
+    // and dW's C_in against X's. A channel tile of a grouped convolution
+    // would change its group count, which the node's op fixes.
+    let cin = |t: &TensorType| t.shape.get(1).copied();
+    let outs_ty = |k: usize| n.outputs.get(k).copied().flatten().map(|t| g.ty(t));
+    let ungrouped = match n.op_type.as_str() {
+        "ConvGrad" => w.zip(x).is_some_and(|(w, x)| cin(w) == cin(x)),
+        "ConvGradX" => w.zip(outs_ty(0)).is_some_and(|(w, dx)| cin(w) == cin(dx)),
+        _ => x.zip(outs_ty(0)).is_some_and(|(x, dw)| cin(x) == cin(dw)),
+    };
+    // Depthwise: W [C, 1, kh, kw], one channel per group; a tile of
+    // channels is a depthwise convolution of its own (its group count).
+    let dw = w.is_some_and(|w| w.shape[1] == 1)
+        && dy.shape[1] > 1
+        && match n.op_type.as_str() {
+            "ConvGradW" => {
+                outs_ty(0).is_some_and(|dw| dw.shape[0] == dy.shape[1] && dw.shape[1] == 1)
+            }
+            _ => w.is_some_and(|w| w.shape[0] == dy.shape[1]),
+        }
+        && x.is_none_or(|x| x.shape[1] == dy.shape[1]);
+    let dw = dw
+        || (n.op_type == "ConvGradW"
+            && outs_ty(0).is_some_and(|t| t.shape.get(1) == Some(&1))
+            && x.is_some_and(|x| x.shape[1] == dy.shape[1] && x.shape[1] > 1));
+    if !ungrouped && !dw {
+        return None;
+    }
+    // (kernel, stride, pad before) along the rows.
+    let op: &dyn std::any::Any = &*n.op;
+    let cg = op.downcast_ref::<crate::ops::conv::ConvGrad>()?;
+    let kh = w
+        .map(|w| w.shape[2])
+        .or_else(|| outs_ty(0).map(|t| t.shape[2]))?;
+    let kw = w
+        .map(|w| w.shape[3])
+        .or_else(|| outs_ty(0).map(|t| t.shape[3]))?;
+    let w2 = cg.win.resolve(2, Some(vec![kh, kw])).ok()?;
+    let win = (w2.k.0, w2.s.0, w2.p.0);
+    let out_kind = |o: usize| match n.op_type.as_str() {
+        "ConvGrad" => o,
+        "ConvGradX" => 0,
+        _ => 1,
+    };
+    let mut out = Vec::new();
+    for &o in present {
+        let y = g.ty(n.outputs[o].unwrap());
+        let r = y.shape.len();
+        let mut inputs: Vec<Option<AxisMap>> = n
+            .inputs
+            .iter()
+            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
+            .collect();
+        let mut outputs: Vec<Option<AxisMap>> = vec![None; n.outputs.len()];
+        outputs[o] = Some((0..r).map(Some).collect());
+        let mut shape_only = vec![];
+        let parallel;
+        let mut twindows = vec![];
+        let mut retile = if dw {
+            Retile::Group(if out_kind(o) == 0 { 1 } else { 0 })
+        } else {
+            Retile::Same
+        };
+        match out_kind(o) {
+            0 => {
+                // dX [N, C_in, H, W]; ungrouped, also by rows of dX through
+                // the transposed windows of dY.
+                let rows = !dw && (n.op_type == "ConvGrad" || win.1 == 1);
+                if rows {
+                    twindows = vec![(0, 2, 2, win.0, win.1, win.2)];
+                    retile = Retile::TRows;
+                }
+                parallel = vec![true, true, rows, false];
+                inputs[0] = Some(if dw {
+                    map(4, &[(0, 0), (1, 1)])
+                } else {
+                    map(4, &[(0, 0)])
+                });
+                if let Some(wi) = wi {
+                    inputs[wi] = Some(if dw {
+                        map(4, &[(0, 1)])
+                    } else {
+                        map(4, &[(1, 1)])
+                    });
+                }
+                if let Some(xi) = xi {
+                    inputs[xi] = Some(if rows {
+                        map(4, &[(0, 0), (1, 1), (2, 2)])
+                    } else {
+                        map(4, &[(0, 0), (1, 1)])
+                    });
+                    shape_only.push(xi);
+                }
+            }
+            1 => {
+                // dW [C_out, C_in, kh, kw].
+                if r != 4 {
+                    return None;
+                }
+                parallel = vec![true, !dw, false, false];
+                inputs[0] = Some(map(4, &[(1, 0)]));
+                if let Some(xi) = xi {
+                    inputs[xi] = Some(if dw {
+                        map(4, &[(1, 0)])
+                    } else {
+                        map(4, &[(1, 1)])
+                    });
+                }
+                if let Some(wi) = wi {
+                    inputs[wi] = Some(if dw {
+                        map(4, &[(0, 0)])
+                    } else {
+                        map(4, &[(0, 0), (1, 1)])
+                    });
+                    shape_only.push(wi);
+                }
+            }
+            _ => {
+                // dB [C_out].
+                parallel = vec![true];
+                inputs[0] = Some(map(4, &[(1, 0)]));
+                if let Some(wi) = wi {
+                    inputs[wi] = Some(map(4, &[(0, 0)]));
+                    shape_only.push(wi);
+                }
+                if let Some(xi) = xi {
+                    if dw {
+                        inputs[xi] = Some(map(4, &[(1, 0)]));
+                    }
+                    shape_only.push(xi);
+                }
+            }
+        }
+        let sp = Space {
+            dims: y.shape.clone(),
+            parallel,
+            retile,
+            windows: vec![],
+            twindows,
+            inputs,
+            outputs,
+        };
+        let ins: Vec<Option<&TensorType>> = n.inputs.iter().map(|t| t.map(|t| g.ty(t))).collect();
+        let outs: Vec<Option<&TensorType>> = (0..n.outputs.len())
+            .map(|k| if k == o { Some(y) } else { None })
+            .collect();
+        out.push(Phase {
+            outputs: vec![o],
+            space: valid(&sp, &ins, &outs).then_some(sp),
+            shape_only,
+        });
+    }
+    Some(out)
+}
+
+/// The tile space of a node, from its op type and operand types; `None`:
+/// the node runs as one tile.
+pub fn space(n: &Node, g: &Graph) -> Option<Space> {
+    let ins: Vec<Option<&TensorType>> = n.inputs.iter().map(|t| t.map(|t| g.ty(t))).collect();
+    let outs: Vec<Option<&TensorType>> = n.outputs.iter().map(|t| t.map(|t| g.ty(t))).collect();
+    let rank = |t: Option<&TensorType>| t.map_or(0, |t| t.shape.len());
+    let sp = match n.op_type.as_str() {
+        "Add"
+        | "Sub"
+        | "Mul"
+        | "Div"
+        | "Pow"
+        | "Sqrt"
+        | "Abs"
+        | "Neg"
+        | "Sign"
+        | "Exp"
+        | "Log"
+        | "Sigmoid"
+        | "Tanh"
+        | "LeakyRelu"
+        | "Relu"
+        | "ReluGrad"
+        | "SigmoidGrad"
+        | "TanhGrad"
+        | "LeakyReluGrad"
+        | "Gelu"
+        | "GeluGrad"
+        | "InPlaceAccumulatorV2"
+        | "SGD"
+        | "AdamW"
+        | "Sum"
+        | "StepCount" => elementwise(&ins, &outs, &[]),
+        "Conv" => {
+            // X [N, C, H, W], W [M, C/g, kh, kw], B [M] -> Y [N, M, OH, OW]:
+            // N and M parallel (depthwise: X's channels follow M too).
+            let (x, w, y) = (
+                ins.first()?.as_ref()?,
+                ins.get(1)?.as_ref()?,
+                outs.first()?.as_ref()?,
+            );
+            let depthwise =
+                w.shape.get(1) == Some(&1) && x.shape.get(1) == y.shape.get(1) && x.shape[1] > 1;
+            let group1 = w.shape.get(1) == x.shape.get(1);
+            if !(depthwise || group1) {
+                return None;
+            }
+            // Ungrouped: N and M parallel, and output rows through X's
+            // windows (the tile's op gets the pads inside its rows).
+            // Depthwise: N and channels parallel, the tile's group its channels.
+            let xm = if depthwise {
+                map(x.shape.len(), &[(0, 0), (1, 1)])
+            } else {
+                map(x.shape.len(), &[(0, 0)])
+            };
+            let conv = (&*n.op as &dyn std::any::Any).downcast_ref::<crate::ops::conv::Conv>()?;
+            let rows = group1 && y.shape.len() == 4 && x.shape.len() == 4;
+            let (windows, retile) = if depthwise {
+                (vec![], Retile::Group(1))
+            } else if rows {
+                let w2 = conv.win.resolve(2, Some(w.shape[2..].to_vec())).ok()?;
+                (vec![(0, 2, 2, w2.k.0, w2.s.0, w2.p.0)], Retile::Rows)
+            } else {
+                (vec![], Retile::Same)
+            };
+            Some(Space {
+                dims: y.shape.clone(),
+                parallel: vec![true, true, rows, false],
+                retile,
+                windows,
+                twindows: vec![],
+                inputs: ins
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        t.map(|t| match i {
+                            0 => xm.clone(),
+                            _ => map(t.shape.len(), &[(0, 1)]),
+                        })
+                    })
+                    .collect(),
+                outputs: vec![Some(map(y.shape.len(), &[(0, 0), (1, 1), (2, 2), (3, 3)]))],
+            })
+        }
+        "MaxPool"
+        | "AveragePool"
+        | "GlobalAveragePool"
+        | "AveragePoolGrad"
+        | "GlobalAveragePoolGrad" => {
+            // Per (n, c) plane.
+            let y = outs.first()?.as_ref()?;
+            if y.shape.len() < 3 || outs.iter().skip(1).any(|o| o.is_some()) {
+                return None;
+            }
+            let r = y.shape.len();
+            let mut parallel = vec![false; r];
+            parallel[0] = true;
+            parallel[1] = true;
+            Some(Space {
+                dims: y.shape.clone(),
+                parallel,
+                retile: Retile::Same,
+                windows: vec![],
+                twindows: vec![],
+                inputs: ins
+                    .iter()
+                    .map(|t| {
+                        t.map(|t| {
+                            if t.shape.len() == r {
+                                map(r, &[(0, 0), (1, 1)])
+                            } else {
+                                vec![None; t.shape.len()]
+                            }
+                        })
+                    })
+                    .collect(),
+                outputs: vec![Some((0..r).map(Some).collect())],
+            })
+        }
+        "BatchNormInternal" | "BatchNormalizationGrad" => {
+            // Per channel: X/dY/Y follow the space, [C] vectors follow axis 1.
+            let y = outs.first()?.as_ref()?;
+            let r = y.shape.len();
+            if r < 2 {
+                return None;
+            }
+            let mut parallel = vec![false; r];
+            parallel[1] = true;
+            let m = |t: &TensorType| {
+                if t.shape.len() == r {
+                    (0..r).map(Some).collect()
+                } else if t.shape.len() == 1 {
+                    vec![Some(1)]
+                } else {
+                    vec![None; t.shape.len()]
+                }
+            };
+            Some(Space {
+                dims: y.shape.clone(),
+                parallel,
+                retile: Retile::Same,
+                windows: vec![],
+                twindows: vec![],
+                inputs: ins.iter().map(|t| t.map(m)).collect(),
+                outputs: outs.iter().map(|t| t.map(m)).collect(),
+            })
+        }
+        _ => attr_space(n, g, &ins, &outs),
+    }?;
+    let _ = rank;
+    valid(&sp, &ins, &outs).then_some(sp)
+}
+
+/// Tile spaces that depend on an op's attributes, read from its type.
+fn attr_space(
+    n: &Node,
+    g: &Graph,
+    ins: &[Option<&TensorType>],
+    outs: &[Option<&TensorType>],
+) -> Option<Space> {
+    use crate::ops::{basic, ort, train, transformer};
+    let op: &dyn std::any::Any = &*n.op;
+    let y = outs.first().copied().flatten()?;
+    let r = y.shape.len();
+    let ident: AxisMap = (0..r).map(Some).collect();
+    let whole = |t: &TensorType| vec![None; t.shape.len()];
+    let norm = |axis: i64, rank: usize| -> Option<usize> {
+        let a = if axis < 0 { axis + rank as i64 } else { axis };
+        (0..rank as i64).contains(&a).then_some(a as usize)
+    };
+    // The training-state updates are element-wise whatever their node is
+    // called (ONNX Runtime's sequence optimizers are lowered to them).
+    if op.is::<train::Sgd>()
+        || op.is::<train::AdamW>()
+        || op.is::<train::Accumulate>()
+        || op.is::<train::StepCount>()
+    {
+        return elementwise(ins, outs, &[]);
+    }
+    if let Some(red) = op.downcast_ref::<basic::Reduce>() {
+        // Kept axes are parallel; the reduced ones are taken whole.
+        let x = ins.first().copied().flatten()?;
+        let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
+            (Some(a), _) => a.clone(),
+            (None, Some(t)) => g.constants.get(&t)?.to_i64(),
+            (None, None) => vec![],
+        };
+        if axes.is_empty() {
+            return None;
+        }
+        let rx = x.shape.len();
+        let mut reduced = vec![false; rx];
+        for a in axes {
+            reduced[norm(a, rx)?] = true;
+        }
+        let mut xm = vec![None; rx];
+        let mut k = 0;
+        for i in 0..rx {
+            if red.keepdims {
+                if !reduced[i] {
+                    xm[i] = Some(i);
+                }
+            } else if !reduced[i] {
+                xm[i] = Some(k);
+                k += 1;
+            }
+        }
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some(xm);
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: vec![true; r],
+            retile: Retile::Same,
+            windows: vec![],
+            twindows: vec![],
+            inputs,
+            outputs: vec![Some(ident)],
+        });
+    }
+    // A matrix product over the last two axes: Y [.., M, N] = A [.., M, K] B [.., K, N].
+    let matmul = |ta: bool, tb: bool| -> Option<Space> {
+        let (a, b) = (
+            ins.first().copied().flatten()?,
+            ins.get(1).copied().flatten()?,
+        );
+        if r < 2 || a.shape.len() < 2 || b.shape.len() < 2 {
+            return None;
+        }
+        // Batch axes broadcast right-aligned against Y's; `follows` is the
+        // operand's axis that follows Y's axis `y_axis`.
+        let operand = |t: &TensorType, follows: usize, y_axis: usize| {
+            let rt = t.shape.len();
+            let mut m: AxisMap = (0..rt)
+                .map(|i| (i + r >= rt && i < rt - 2).then(|| i + r - rt))
+                .collect();
+            m[follows] = Some(y_axis);
+            m
+        };
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        let (ra, rb) = (a.shape.len(), b.shape.len());
+        // A's rows: [.., M, K], or [.., K, M] transposed; B's columns: [.., K, N] or [.., N, K].
+        inputs[0] = Some(operand(a, if ta { ra - 1 } else { ra - 2 }, r - 2));
+        inputs[1] = Some(operand(b, if tb { rb - 2 } else { rb - 1 }, r - 1));
+        if let Some(c) = ins.get(2).copied().flatten() {
+            inputs[2] = Some(right_aligned(c.shape.len(), r)?);
+        }
+        Some(Space {
+            dims: y.shape.clone(),
+            parallel: vec![true; r],
+            retile: Retile::Same,
+            windows: vec![],
+            twindows: vec![],
+            inputs,
+            outputs: vec![Some(ident.clone())],
+        })
+    };
+    if let Some(gm) = op.downcast_ref::<basic::Gemm>() {
+        return if r == 2 {
+            matmul(gm.trans_a, gm.trans_b)
+        } else {
+            None
+        };
+    }
+    if op.downcast_ref::<transformer::MatMul>().is_some() {
+        return matmul(false, false);
+    }
+    if let Some(f) = op.downcast_ref::<ort::FusedMatMul>() {
+        return matmul(f.trans_a, f.trans_b);
+    }
+    // Row-wise ops: the normalised axes whole, the others parallel.
+    let rows = |first_norm: usize, only: Option<usize>| -> Vec<bool> {
+        (0..r)
+            .map(|i| match only {
+                Some(a) => i != a,
+                None => i < first_norm,
+            })
+            .collect()
+    };
+    let softmax = |s: &transformer::Softmax| -> Option<Space> {
+        let a = norm(s.axis, r)?;
+        let parallel = if s.coerce {
+            rows(a, None)
+        } else {
+            rows(0, Some(a))
+        };
+        Some(Space {
+            dims: y.shape.clone(),
+            parallel,
+            retile: Retile::Same,
+            windows: vec![],
+            twindows: vec![],
+            inputs: ins
+                .iter()
+                .map(|t| {
+                    t.map(|t| {
+                        if t.shape == y.shape {
+                            ident.clone()
+                        } else {
+                            whole(t)
+                        }
+                    })
+                })
+                .collect(),
+            outputs: vec![Some(ident.clone())],
+        })
+    };
+    if let Some(s) = op.downcast_ref::<transformer::Softmax>() {
+        return softmax(s);
+    }
+    if let Some(s) = op.downcast_ref::<transformer::SoftmaxGrad>() {
+        return softmax(&s.0);
+    }
+    if let Some(ln) = op.downcast_ref::<transformer::LayerNorm>() {
+        // X and Y by rows; scale and bias whole; mean and 1/std [.., 1, ..] by rows.
+        let a = norm(ln.axis, r)?;
+        let by_rows = |t: &TensorType| -> AxisMap {
+            if t.shape.len() == r {
+                (0..r).map(|i| (i < a).then_some(i)).collect()
+            } else {
+                whole(t)
+            }
+        };
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: rows(a, None),
+            retile: Retile::Same,
+            windows: vec![],
+            twindows: vec![],
+            inputs: ins
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.map(|t| if i == 0 { by_rows(t) } else { whole(t) }))
+                .collect(),
+            outputs: outs.iter().map(|t| t.map(by_rows)).collect(),
+        });
+    }
+    None
+}
+
+/// Every mapped operand axis is the space axis's size (or 1: broadcast).
+fn valid(sp: &Space, ins: &[Option<&TensorType>], outs: &[Option<&TensorType>]) -> bool {
+    let ok = |t: &Option<&TensorType>, m: &Option<AxisMap>, output: bool| match (t, m) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(t), Some(m)) => {
+            m.len() == t.shape.len()
+                && m.iter().zip(&t.shape).all(|(a, &d)| match a {
+                    None => true,
+                    Some(a) => *a < sp.dims.len() && (d == sp.dims[*a] || (d == 1 && !output)),
+                })
+        }
+    };
+    sp.inputs.len() == ins.len()
+        && sp.outputs.len() == outs.len()
+        && sp.dims.len() == sp.parallel.len()
+        && ins.iter().zip(&sp.inputs).all(|(t, m)| ok(t, m, false))
+        && outs.iter().zip(&sp.outputs).all(|(t, m)| ok(t, m, true))
+}
+
+/// A tiling of a space: axes iterated one index at a time, at most one
+/// split axis with its chunk size; the rest whole.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tiling {
+    pub iter: Vec<bool>,
+    pub split: Option<(usize, usize)>,
+}
+
+impl Tiling {
+    /// Per tile, its range on every space axis; row-major over the iterated and split axes.
+    fn tiles(&self, dims: &[usize]) -> Vec<Vec<(usize, usize)>> {
+        let mut tiles = vec![dims.iter().map(|&d| (0, d)).collect::<Vec<_>>()];
+        for (a, &d) in dims.iter().enumerate() {
+            let step = if self.iter[a] {
+                1
+            } else if self.split.map(|s| s.0) == Some(a) {
+                self.split.unwrap().1
+            } else {
+                continue;
+            };
+            let mut next = Vec::with_capacity(tiles.len() * d.div_ceil(step));
+            for t in &tiles {
+                let mut lo = 0;
+                while lo < d {
+                    let mut t2 = t.clone();
+                    t2[a] = (lo, (lo + step).min(d));
+                    next.push(t2);
+                    lo += step;
+                }
+            }
+            tiles = next;
+        }
+        tiles
+    }
+    /// The tiles up to position: per class of tiles (first, interior and
+    /// last along each iterated or split axis) one representative and how
+    /// many tiles it stands for. Tiles of a class have the same extents and
+    /// the same clipping at the edges, so they cost the same.
+    fn classes(&self, dims: &[usize]) -> Vec<(Vec<(usize, usize)>, usize)> {
+        let mut out = vec![(dims.iter().map(|&d| (0, d)).collect::<Vec<_>>(), 1usize)];
+        for (a, &d) in dims.iter().enumerate() {
+            let step = if self.iter[a] {
+                1
+            } else if self.split.map(|s| s.0) == Some(a) {
+                self.split.unwrap().1
+            } else {
+                continue;
+            };
+            let n = d.div_ceil(step);
+            let range = |k: usize| (k * step, ((k + 1) * step).min(d));
+            let reps: Vec<((usize, usize), usize)> = match n {
+                1 => vec![(range(0), 1)],
+                2 => vec![(range(0), 1), (range(1), 1)],
+                _ => vec![(range(0), 1), (range(1), n - 2), (range(n - 1), 1)],
+            };
+            out = out
+                .iter()
+                .flat_map(|(t, c)| {
+                    reps.iter().map(move |&(r, k)| {
+                        let mut t2 = t.clone();
+                        t2[a] = r;
+                        (t2, c * k)
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+    fn count(&self, dims: &[usize]) -> usize {
+        dims.iter()
+            .enumerate()
+            .map(|(a, &d)| {
+                if self.iter[a] {
+                    d
+                } else if self.split.map(|s| s.0) == Some(a) {
+                    d.div_ceil(self.split.unwrap().1)
+                } else {
+                    1
+                }
+            })
+            .product()
+    }
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .iter
+            .iter()
+            .enumerate()
+            .filter(|(_, &i)| i)
+            .map(|(a, _)| format!("axis {a} by 1"))
+            .collect();
+        if let Some((a, s)) = self.split {
+            parts.push(format!("axis {a} by {s}"));
+        }
+        if parts.is_empty() {
+            "whole".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// An input axis read through windows: (axis, space axis, kernel, stride,
+/// pad before, transposed).
+type Win = (usize, usize, usize, usize, usize, bool);
+
+/// The windows of input `i` in a space.
+fn windows_of(sp: &Space, i: Option<usize>) -> Vec<Win> {
+    let f = |t: bool| {
+        move |&(_, a, sa, k, st, p): &(usize, usize, usize, usize, usize, usize)| {
+            (a, sa, k, st, p, t)
+        }
+    };
+    let of = |w: &&(usize, usize, usize, usize, usize, usize)| Some(w.0) == i;
+    sp.windows
+        .iter()
+        .filter(of)
+        .map(f(false))
+        .chain(sp.twindows.iter().filter(of).map(f(true)))
+        .collect()
+}
+
+/// The rows `[o0, o1)` of dY (of `oh` rows) that reach dX rows `[i0, i1)`
+/// through a convolution's windows.
+fn trows(oh: usize, (i0, i1): (usize, usize), k: usize, s: usize, p: usize) -> (usize, usize) {
+    let lo = i0 as i64 + p as i64 - k as i64 + 1;
+    let o0 = if lo <= 0 {
+        0
+    } else {
+        (lo as usize).div_ceil(s)
+    };
+    let o1 = ((i1 - 1 + p) / s + 1).min(oh);
+    (o0.min(o1), o1)
+}
+
+/// The rows `[lo, hi)` of an input axis of size `h` that the windows of
+/// output rows `[o0, o1)` read, and the pads before and after that remain.
+fn window_rows(
+    h: usize,
+    (o0, o1): (usize, usize),
+    k: usize,
+    s: usize,
+    p: usize,
+) -> ((usize, usize), usize, usize) {
+    let lo = (o0 * s) as i64 - p as i64;
+    let hi = ((o1 - 1) * s) as i64 - p as i64 + k as i64;
+    let (clo, chi) = (lo.max(0), hi.min(h as i64));
+    (
+        (clo as usize, chi as usize),
+        (clo - lo) as usize,
+        (hi - chi) as usize,
+    )
+}
+
+/// An operand's box for a tile, windows included.
+fn region_w(
+    shape: &[usize],
+    m: &AxisMap,
+    wins: &[Win],
+    tile: &[(usize, usize)],
+) -> Vec<(usize, usize)> {
+    let mut r = region(shape, m, tile);
+    for &(a, sa, k, st, p, t) in wins {
+        r[a] = if t {
+            trows(shape[a], tile[sa], k, st, p)
+        } else {
+            window_rows(shape[a], tile[sa], k, st, p).0
+        };
+    }
+    r
+}
+
+/// An operand's box for a tile: per operand axis `[lo, hi)`.
+fn region(shape: &[usize], m: &AxisMap, tile: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    shape
+        .iter()
+        .zip(m)
+        .map(|(&d, a)| match a {
+            Some(_) if d == 1 => (0, 1),
+            Some(a) => tile[*a],
+            None => (0, d),
+        })
+        .collect()
+}
+
+/// One DMA's geometry: a run of contiguous bytes and up to two outer loops
+/// per command (more loops become more commands), from a box of a dense
+/// tensor to a dense tile.
+#[derive(Clone, Debug)]
+struct Boxed {
+    src_off: u64,
+    run: u64,
+    /// Outer loops, innermost first: (count, source stride, tile stride).
+    outer: Vec<(u64, u64, u64)>,
+}
+
+fn boxed(shape: &[usize], elem: usize, reg: &[(usize, usize)]) -> Boxed {
+    let r = shape.len();
+    let mut ss = vec![elem as u64; r];
+    let mut ds = vec![elem as u64; r];
+    for i in (0..r.saturating_sub(1)).rev() {
+        ss[i] = ss[i + 1] * shape[i + 1] as u64;
+        ds[i] = ds[i + 1] * (reg[i + 1].1 - reg[i + 1].0) as u64;
+    }
+    let src_off = (0..r).map(|i| reg[i].0 as u64 * ss[i]).sum();
+    let mut run = elem as u64;
+    let mut i = r;
+    while i > 0 && reg[i - 1] == (0, shape[i - 1]) {
+        run *= shape[i - 1] as u64;
+        i -= 1;
+    }
+    if i > 0 {
+        run *= (reg[i - 1].1 - reg[i - 1].0) as u64;
+        i -= 1;
+    }
+    let mut outer: Vec<(u64, u64, u64)> = Vec::new();
+    while i > 0 {
+        i -= 1;
+        let c = (reg[i].1 - reg[i].0) as u64;
+        if c == 1 {
+            continue;
+        }
+        match outer.last_mut() {
+            Some(last) if last.1 * last.0 == ss[i] && last.2 * last.0 == ds[i] => {
+                last.0 *= c;
+            }
+            None if run == ss[i] && run == ds[i] => run *= c,
+            _ => outer.push((c, ss[i], ds[i])),
+        }
+    }
+    Boxed {
+        src_off,
+        run,
+        outer,
+    }
+}
+
+/// The commands of one box transfer: (home delta, tile delta, shape), each
+/// at most [`lir::DMA_MAX_BYTES`].
+fn commands(b: &Boxed) -> Vec<(u64, u64, lir::Shape)> {
+    // Loops beyond the second become separate commands.
+    let inner: Vec<(u64, u64, u64)> = b.outer.iter().take(2).copied().collect();
+    let extra: Vec<(u64, u64, u64)> = b.outer.iter().skip(2).copied().collect();
+    let mut bases = vec![(0u64, 0u64)];
+    for &(c, s, d) in &extra {
+        bases = bases
+            .iter()
+            .flat_map(|&(hs, ts)| (0..c).map(move |k| (hs + k * s, ts + k * d)))
+            .collect();
+    }
+    let get = |k: usize| inner.get(k).copied().unwrap_or((1, 0, 0));
+    let (c0, s0, d0) = get(0);
+    let (c1, s1, d1) = get(1);
+    let shape = lir::Shape {
+        bytes: b.run,
+        counts: [c0, c1],
+        src_strides: [s0, s1],
+        dst_strides: [d0, d1],
+    };
+    let mut out = Vec::new();
+    for (hs, ts) in bases {
+        split_command(hs, ts, shape, &mut out);
+    }
+    out
+}
+
+/// Split a command whose total exceeds the DMA limit.
+fn split_command(hs: u64, ts: u64, sh: lir::Shape, out: &mut Vec<(u64, u64, lir::Shape)>) {
+    const MAX: u64 = lir::DMA_MAX_BYTES / ALIGN * ALIGN;
+    if sh.total() <= lir::DMA_MAX_BYTES {
+        out.push((hs, ts, sh));
+        return;
+    }
+    if sh.bytes * sh.counts[0] <= lir::DMA_MAX_BYTES {
+        // Rows of the outer loop in groups.
+        let per = (lir::DMA_MAX_BYTES / (sh.bytes * sh.counts[0])).max(1);
+        let mut j = 0;
+        while j < sh.counts[1] {
+            let n = per.min(sh.counts[1] - j);
+            out.push((
+                hs + j * sh.src_strides[1],
+                ts + j * sh.dst_strides[1],
+                lir::Shape {
+                    counts: [sh.counts[0], n],
+                    ..sh
+                },
+            ));
+            j += n;
+        }
+        return;
+    }
+    for j in 0..sh.counts[1] {
+        if sh.bytes <= lir::DMA_MAX_BYTES {
+            let per = lir::DMA_MAX_BYTES / sh.bytes;
+            let mut i = 0;
+            while i < sh.counts[0] {
+                let n = per.min(sh.counts[0] - i);
+                out.push((
+                    hs + j * sh.src_strides[1] + i * sh.src_strides[0],
+                    ts + j * sh.dst_strides[1] + i * sh.dst_strides[0],
+                    lir::Shape {
+                        counts: [n, 1],
+                        src_strides: [sh.src_strides[0], 0],
+                        dst_strides: [sh.dst_strides[0], 0],
+                        ..sh
+                    },
+                ));
+                i += n;
+            }
+        } else {
+            for i in 0..sh.counts[0] {
+                let (h0, t0) = (
+                    hs + j * sh.src_strides[1] + i * sh.src_strides[0],
+                    ts + j * sh.dst_strides[1] + i * sh.dst_strides[0],
+                );
+                let mut k = 0;
+                while k < sh.bytes {
+                    let n = MAX.min(sh.bytes - k);
+                    out.push((h0 + k, t0 + k, lir::Shape::contiguous(n)));
+                    k += n;
+                }
+            }
+        }
+    }
+}
+
+/// The work of one kernel call on the given operand types (for the cycle model).
+pub fn work(op_type: &str, ins: &[Option<&TensorType>], outs: &[Option<&TensorType>]) -> Work {
+    let numel = |t: Option<&TensorType>| t.map_or(0, |t| t.numel() as u64);
+    let inp = |i: usize| ins.get(i).copied().flatten();
+    let out = |i: usize| outs.get(i).copied().flatten();
+    match op_type {
+        "Gemm" | "MatMul" | "FusedMatMul" => {
+            let (y, a) = (out(0), inp(0));
+            match (y, a) {
+                (Some(y), Some(a)) if !y.shape.is_empty() => {
+                    let n = *y.shape.last().unwrap() as u64;
+                    let rows = (y.numel() as u64 / n.max(1)).max(1);
+                    let k = (a.numel() as u64 / rows).max(1);
+                    Work::Macs(y.numel() as u64 * k)
+                }
+                _ => Work::Elems(numel(y)),
+            }
+        }
+        "Conv" => {
+            let (y, w) = (out(0), inp(1));
+            let per = w.map_or(1, |w| {
+                w.numel() as u64 / (*w.shape.first().unwrap_or(&1) as u64).max(1)
+            });
+            Work::Macs(numel(y) * per)
+        }
+        "ConvGrad" | "ConvGradX" | "ConvGradW" => {
+            // Each gradient costs a forward convolution: |dY| × (|W| / M).
+            let dy = inp(0);
+            let m = dy.and_then(|t| t.shape.get(1)).copied().unwrap_or(1) as u64;
+            let w_elems = match op_type {
+                "ConvGradW" => numel(out(0)),
+                "ConvGradX" => numel(inp(1)),
+                _ => numel(inp(2)),
+            };
+            let grads = outs.iter().take(2).filter(|o| o.is_some()).count().max(1) as u64;
+            Work::Macs(numel(dy) * (w_elems / m.max(1)) * grads)
+        }
+        _ => {
+            let i: u64 = ins.iter().map(|t| numel(*t)).sum();
+            let o: u64 = outs.iter().map(|t| numel(*t)).sum();
+            Work::Elems(i.max(o))
+        }
+    }
+}
+
+/// Where a tensor lives at home (L2 arena or a constant).
+pub fn home(p: &Program, plan: &MemoryPlan, t: TensorId) -> Loc {
+    match plan.offset(t) {
+        Some(off) => Loc::arena(Level::L2, off),
+        None => Loc {
+            base: Base::Const(crate::codegen::constant_root(p, t)),
+            offset: 0,
+        },
+    }
+}
+
+/// One operand stream of a node: an input, an output, or an input updated
+/// in place (loaded and stored through the same slot).
+#[derive(Clone, Debug)]
+struct Stream {
+    tensor: TensorId,
+    /// Input position, when loaded.
+    input: Option<usize>,
+    /// Output positions written through this stream.
+    outputs: Vec<usize>,
+    map: AxisMap,
+    wins: Vec<Win>,
+    /// Same box for every tile: loaded once (inputs only).
+    resident: bool,
+    slots: usize,
+    slot_bytes: u64,
+    /// L1 offset of slot 0; slot k at `base + k * slot_bytes`.
+    base: u64,
+}
+
+fn pad(x: u64) -> u64 {
+    x.div_ceil(ALIGN) * ALIGN
+}
+
+/// The streams of a node under a tiling, with slot sizes (offsets unset).
+fn streams(
+    n: &Node,
+    g: &Graph,
+    ph: &Phase,
+    sp: &Space,
+    t: &Tiling,
+    buffering: Buffering,
+) -> Vec<Stream> {
+    let moving = |a: &Option<usize>, d: usize| match a {
+        Some(a) => d != 1 && (t.iter[*a] || t.split.map(|s| s.0) == Some(*a)),
+        None => false,
+    };
+    let classes = t.classes(&sp.dims);
+    let ntiles = t.count(&sp.dims);
+    let max_bytes = |tensor: TensorId, m: &AxisMap, wins: &[Win]| -> u64 {
+        let ty = g.ty(tensor);
+        classes
+            .iter()
+            .map(|(tile, _)| {
+                let r = region_w(&ty.shape, m, wins, tile);
+                r.iter().map(|(a, b)| (b - a) as u64).product::<u64>() * ty.dtype.size() as u64
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let in_place: Vec<(usize, usize)> =
+        n.op.aliases()
+            .iter()
+            .filter(|a| a.kind == AliasKind::InPlace)
+            .map(|a| (a.output, a.input))
+            .collect();
+    let mut out: Vec<Stream> = Vec::new();
+    for (i, ti) in n.inputs.iter().enumerate() {
+        let Some(tensor) = ti else { continue };
+        if ph.shape_only.contains(&i) {
+            continue;
+        }
+        let m = sp.inputs[i].clone().unwrap();
+        let wins = windows_of(sp, Some(i));
+        let shape = &g.ty(*tensor).shape;
+        let resident = !m.iter().zip(shape).any(|(a, &d)| moving(a, d))
+            && !wins.iter().any(|w| moving(&Some(w.1), 2));
+        let outputs: Vec<usize> = in_place
+            .iter()
+            .filter(|(o, ii)| *ii == i && ph.outputs.contains(o))
+            .map(|(o, _)| *o)
+            .collect();
+        let slots = match (buffering, resident, outputs.is_empty()) {
+            (_, true, _) | (Buffering::Single, _, _) => 1,
+            (Buffering::Double, false, true) => 2,
+            (Buffering::Double, false, false) => 3,
+        };
+        out.push(Stream {
+            tensor: *tensor,
+            input: Some(i),
+            outputs,
+            slot_bytes: pad(max_bytes(*tensor, &m, &wins)),
+            map: m,
+            wins,
+            resident,
+            slots,
+            base: 0,
+        });
+    }
+    for (o, to) in n.outputs.iter().enumerate() {
+        let Some(tensor) = to else { continue };
+        if !ph.outputs.contains(&o) || out.iter().any(|s| s.outputs.contains(&o)) {
+            continue;
+        }
+        let m = sp.outputs[o].clone().unwrap();
+        out.push(Stream {
+            tensor: *tensor,
+            input: None,
+            outputs: vec![o],
+            slot_bytes: pad(max_bytes(*tensor, &m, &[])),
+            map: m,
+            wins: vec![],
+            resident: false,
+            slots: if buffering == Buffering::Double && ntiles > 1 {
+                2
+            } else {
+                1
+            },
+            base: 0,
+        });
+    }
+    out
+}
+
+/// Modelled cycles of a node under a tiling (see the module doc).
+#[allow(clippy::too_many_arguments)]
+fn model_cycles(
+    n: &Node,
+    g: &Graph,
+    ph: &Phase,
+    sp: &Space,
+    t: &Tiling,
+    streams: &[Stream],
+    pf: &Platform,
+    buffering: Buffering,
+) -> f64 {
+    let mut total_in = 0.0;
+    let mut total_out = 0.0;
+    let mut total_c = 0.0;
+    let mut resident = 0.0;
+    for (tile, count) in t.classes(&sp.dims) {
+        let (mut din, mut din_res, mut dout) = (0.0, 0.0, 0.0);
+        let mut in_tys: Vec<Option<TensorType>> = vec![None; n.inputs.len()];
+        let mut out_tys: Vec<Option<TensorType>> = vec![None; n.outputs.len()];
+        for &i in &ph.shape_only {
+            if let (Some(t), Some(m)) = (n.inputs[i], &sp.inputs[i]) {
+                let ty = g.ty(t);
+                let reg = region(&ty.shape, m, &tile);
+                in_tys[i] = Some(TensorType::new(
+                    ty.dtype,
+                    reg.iter().map(|(a, b)| b - a).collect(),
+                ));
+            }
+        }
+        for s in streams {
+            let ty = g.ty(s.tensor);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, &tile);
+            let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
+            let cost: f64 = if tty.numel() == 0 {
+                0.0
+            } else {
+                commands(&boxed(&ty.shape, ty.dtype.size(), &reg))
+                    .iter()
+                    .map(|(_, _, sh)| pf.dma_issue + pf.dma_cycles(sh.total(), sh.runs()))
+                    .sum()
+            };
+            if let Some(i) = s.input {
+                if s.resident {
+                    din_res = cost;
+                } else {
+                    din += cost;
+                }
+                in_tys[i] = Some(tty.clone());
+            }
+            if !s.outputs.is_empty() {
+                dout += cost;
+                for &o in &s.outputs {
+                    out_tys[o] = Some(tty.clone());
+                }
+            }
+        }
+        let ins: Vec<Option<&TensorType>> = in_tys.iter().map(|t| t.as_ref()).collect();
+        let outs: Vec<Option<&TensorType>> = out_tys.iter().map(|t| t.as_ref()).collect();
+        let c = pf.kernel_cycles(work(&n.op_type, &ins, &outs));
+        let k = count as f64;
+        total_in += din * k;
+        total_out += dout * k;
+        total_c += c * k;
+        resident = f64::max(resident, din_res);
+    }
+    // Resident inputs load once.
+    let total_in = total_in + resident;
+    match buffering {
+        Buffering::Single => total_in + total_c + total_out,
+        Buffering::Double => {
+            // Once the pipeline is full a tile costs max(compute, transfers).
+            let nt = t.count(&sp.dims) as f64;
+            let per = (total_c / nt).max((total_in + total_out) / nt);
+            per * nt + (total_in + total_out) / nt
+        }
+    }
+}
+
+/// Candidate chunk sizes along an axis of size `d`.
+fn chunk_sizes(d: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (1..=d).filter(|c| d.is_multiple_of(*c)).collect();
+    let mut p = 1;
+    while p < d {
+        v.push(p);
+        p *= 2;
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Choose the tiling of one node under the L1 budget.
+fn choose(
+    n: &Node,
+    g: &Graph,
+    ph: &Phase,
+    sp: &Space,
+    l1: u64,
+    buffering: Buffering,
+    pf: &Platform,
+) -> std::result::Result<Vec<Choice>, u64> {
+    let r = sp.dims.len();
+    let mut least = u64::MAX;
+    let par: Vec<usize> = (0..r)
+        .filter(|&a| sp.parallel[a] && sp.dims[a] > 1)
+        .collect();
+    // Axes read through a strided transposed window split in stride multiples only.
+    let no_iter = |a: usize| sp.twindows.iter().any(|w| w.2 == a && w.4 > 1);
+    let mut ranked: Vec<(f64, usize, Tiling, Vec<Stream>, u64)> = Vec::new();
+    // Iterated axes: any subset of the parallel axes before the split axis (or all, unsplit).
+    let subsets = 1usize << par.len().min(6);
+    let mut cands: Vec<Tiling> = Vec::new();
+    for mask in 0..subsets {
+        let mut iter = vec![false; r];
+        let mut skip = false;
+        for (k, &a) in par.iter().enumerate() {
+            if mask & (1 << k) != 0 {
+                iter[a] = true;
+                skip |= no_iter(a);
+            }
+        }
+        if skip {
+            continue;
+        }
+        cands.push(Tiling {
+            iter: iter.clone(),
+            split: None,
+        });
+        for &a in &par {
+            if iter[a] || iter.iter().enumerate().any(|(b, &it)| it && b > a) {
+                continue;
+            }
+            let step = sp
+                .twindows
+                .iter()
+                .filter(|w| w.2 == a)
+                .map(|w| w.4)
+                .max()
+                .unwrap_or(1);
+            for c in chunk_sizes(sp.dims[a]) {
+                if c < sp.dims[a] && c % step == 0 {
+                    cands.push(Tiling {
+                        iter: iter.clone(),
+                        split: Some((a, c)),
+                    });
+                }
+            }
+        }
+    }
+    for t in cands {
+        let ntiles = t.count(&sp.dims);
+        if ntiles > 65_536 {
+            continue;
+        }
+        let st = streams(n, g, ph, sp, &t, buffering);
+        let bytes: u64 = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
+        least = least.min(bytes);
+        if bytes > l1 {
+            continue;
+        }
+        let c = model_cycles(n, g, ph, sp, &t, &st, pf, buffering);
+        ranked.push((c, ntiles, t, st, bytes));
+    }
+    if ranked.is_empty() {
+        return Err(least);
+    }
+    // Fewest modelled cycles, then fewest tiles; the sort is stable, so
+    // equal candidates keep their enumeration order (deterministic).
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    Ok(ranked
+        .into_iter()
+        .take(CANDIDATES)
+        .map(|(_, _, t, s, b)| (t, s, b))
+        .collect())
+}
+
+/// How many of the model's best tilings per buffering are emitted and timed exactly.
+const CANDIDATES: usize = 3;
+
+/// Lowering options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The L1 budget; `None`: kernels read their operands at home (no L1, no DMA).
+    pub l1: Option<u64>,
+    pub buffering: Buffering,
+    pub platform: Platform,
+}
+
+/// A DMA in flight: (id, stream, slot, inbound).
+type InFlight = (u32, usize, usize, bool);
+
+/// Tiling choices by node signature (op, attributes, operand types, phase).
+type ChoiceCache = std::collections::HashMap<String, (Buffering, Tiling, String)>;
+
+/// A tiling with its streams and L1 bytes.
+type Choice = (Tiling, Vec<Stream>, u64);
+
+/// Issues steps for one node, placing waits by hazard.
+struct Emitter<'a> {
+    steps: &'a mut Vec<Step>,
+    next_id: &'a mut u32,
+    /// In-flight DMAs: (id, stream, slot, inbound).
+    flight: Vec<InFlight>,
+}
+
+impl Emitter<'_> {
+    fn wait_where(&mut self, f: impl Fn(usize, usize, bool) -> bool) {
+        let (now, keep): (Vec<InFlight>, Vec<InFlight>) =
+            self.flight.iter().partition(|&&(_, s, k, i)| f(s, k, i));
+        for (id, ..) in now {
+            self.steps.push(Step::Wait(id));
+        }
+        self.flight = keep;
+    }
+    fn dma(
+        &mut self,
+        src: Loc,
+        dst: Loc,
+        shape: lir::Shape,
+        stream: usize,
+        slot: usize,
+        inbound: bool,
+    ) {
+        let id = *self.next_id;
+        *self.next_id += 1;
+        self.steps.push(Step::Dma(Dma {
+            id,
+            src,
+            dst,
+            shape,
+        }));
+        self.flight.push((id, stream, slot, inbound));
+    }
+}
+
+fn operand(
+    g: &Graph,
+    t: TensorId,
+    loc: Loc,
+    ty: TensorType,
+    home: Option<HomeBox>,
+    whole: bool,
+) -> Operand {
+    Operand {
+        loc,
+        value: if whole {
+            g.constants.get(&t).cloned()
+        } else {
+            None
+        },
+        ty,
+        home,
+    }
+}
+
+/// The op of one tile where it differs from the node's.
+fn tile_op(
+    n: &Node,
+    g: &Graph,
+    sp: &Space,
+    tile: &[(usize, usize)],
+) -> Option<std::sync::Arc<dyn crate::ops::Op>> {
+    use crate::ops::conv::{Conv, ConvGrad, Window};
+    let op: &dyn std::any::Any = &*n.op;
+    match sp.retile {
+        Retile::Same => None,
+        Retile::Group(axis) => {
+            let group = tile[axis].1 - tile[axis].0;
+            if let Some(c) = op.downcast_ref::<Conv>() {
+                Some(std::sync::Arc::new(Conv {
+                    win: c.win.clone(),
+                    group,
+                }))
+            } else {
+                op.downcast_ref::<ConvGrad>().map(|c| {
+                    std::sync::Arc::new(ConvGrad {
+                        win: c.win.clone(),
+                        group,
+                        kind: c.kind,
+                    }) as std::sync::Arc<dyn crate::ops::Op>
+                })
+            }
+        }
+        Retile::Rows => {
+            let c = op.downcast_ref::<Conv>()?;
+            let &(i, a, sa, k, st, p) = sp.windows.first()?;
+            let h = g.ty(n.inputs[i]?).shape[a];
+            let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
+            let w = g.ty(n.inputs[1]?);
+            let w2 = c.win.resolve(2, Some(w.shape[2..].to_vec())).ok()?;
+            let win = Window {
+                pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
+                ..c.win.clone()
+            };
+            Some(std::sync::Arc::new(Conv {
+                win,
+                group: c.group,
+            }))
+        }
+        Retile::TRows => {
+            let c = op.downcast_ref::<ConvGrad>()?;
+            let &(i, a, sa, k, st, p) = sp.twindows.first()?;
+            let oh = g.ty(n.inputs[i]?).shape[a];
+            let (i0, i1) = tile[sa];
+            let (o0, o1) = trows(oh, (i0, i1), k, st, p);
+            let pt = p + i0 - o0 * st;
+            let pb = ((o1 as i64 - 1) * st as i64 - p as i64 + k as i64 - i1 as i64).max(0);
+            let w2 = c.win.resolve(2, Some(vec![k, k])).ok()?;
+            let win = Window {
+                pads: Some(vec![pt as i64, w2.p.1 as i64, pb, w2.p.3 as i64]),
+                ..c.win.clone()
+            };
+            Some(std::sync::Arc::new(ConvGrad {
+                win,
+                group: c.group,
+                kind: c.kind,
+            }))
+        }
+    }
+}
+
+/// Lower one phase of node `i` into `steps`: (tiles, tiling, L1 bytes).
+#[allow(clippy::too_many_arguments)]
+fn lower_phase(
+    p: &Program,
+    plan: &MemoryPlan,
+    opt: &Options,
+    l1: u64,
+    i: usize,
+    ph: &Phase,
+    steps: &mut Vec<Step>,
+    next_id: &mut u32,
+    cache: &mut ChoiceCache,
+) -> Result<(u32, String, u64)> {
+    let g = &p.graph;
+    let n = &g.nodes[i];
+    // Nodes of the same op, attributes and shapes tile the same way: choose once.
+    let key = format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}",
+        n.op,
+        n.inputs
+            .iter()
+            .map(|t| t.map(|t| g.ty(t)))
+            .collect::<Vec<_>>(),
+        n.outputs
+            .iter()
+            .map(|t| t.map(|t| g.ty(t)))
+            .collect::<Vec<_>>(),
+        ph.outputs,
+        ph.shape_only
+    );
+    let sp = ph.space.clone().unwrap_or_else(|| Space {
+        dims: vec![],
+        parallel: vec![],
+        retile: Retile::Same,
+        windows: vec![],
+        twindows: vec![],
+        inputs: n
+            .inputs
+            .iter()
+            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
+            .collect(),
+        outputs: n
+            .outputs
+            .iter()
+            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
+            .collect(),
+    });
+    // Candidates: the model's best few double-buffered tilings (when asked
+    // for) and its best single-buffered ones; each is emitted and timed by
+    // the simulator's clock, and the fastest wins (the requested buffering
+    // on a tie). A node runs single-buffered only where that is faster, or
+    // where its double-buffered tiles do not fit: its tiling says so.
+    if let Some((b, t, how)) = cache.get(&key) {
+        let st = streams(n, g, ph, &sp, t, *b);
+        let bytes = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
+        let ntiles = emit_tiles(p, plan, i, ph, &sp, t, st, *b, steps, next_id);
+        return Ok((ntiles as u32, how.clone(), bytes));
+    }
+    let mut cands: Vec<(Buffering, Choice)> = Vec::new();
+    let mut need = u64::MAX;
+    for b in [opt.buffering, Buffering::Single] {
+        if cands.iter().any(|(cb, _)| *cb == b) {
+            continue;
+        }
+        match choose(n, g, ph, &sp, l1, b, &opt.platform) {
+            Ok(v) => cands.extend(v.into_iter().map(|c| (b, c))),
+            Err(least) => need = need.min(least),
+        }
+    }
+    if cands.is_empty() {
+        return Err(Error::DoesNotFit {
+            level: format!(
+                "L1 (node `{}`, {}: its smallest tile{})",
+                n.name,
+                n.op_type,
+                if ph.space.is_none() {
+                    ", the whole op: no tiling rule splits it"
+                } else {
+                    ""
+                }
+            ),
+            needed: need,
+            capacity: l1,
+            missing: need.saturating_sub(l1),
+            proven: true,
+            lower_bound: need,
+        });
+    }
+    #[allow(clippy::type_complexity)]
+    let mut best: Option<(f64, usize, Vec<Step>, u32, String, u64, Buffering, Tiling)> = None;
+    for (k, (buffering, (t, st, bytes))) in cands.into_iter().enumerate() {
+        let mut scratch = Vec::new();
+        let mut id = *next_id;
+        let ntiles = emit_tiles(
+            p,
+            plan,
+            i,
+            ph,
+            &sp,
+            &t,
+            st,
+            buffering,
+            &mut scratch,
+            &mut id,
+        );
+        let cycles = crate::sim::time(&scratch, g, &opt.platform);
+        if best.as_ref().is_none_or(|b| cycles < b.0 - 1e-9) {
+            let mut how = t.describe();
+            if buffering != opt.buffering {
+                how.push_str(if opt.buffering == Buffering::Double && k == 0 {
+                    " (single-buffered: double-buffered tiles do not fit)"
+                } else {
+                    " (single-buffered: faster here than double)"
+                });
+            }
+            best = Some((cycles, ntiles, scratch, id, how, bytes, buffering, t));
+        }
+    }
+    let (_, ntiles, scratch, id, how, bytes, b, t) = best.unwrap();
+    cache.insert(key, (b, t, how.clone()));
+    steps.extend(scratch);
+    *next_id = id;
+    Ok((ntiles as u32, how, bytes))
+}
+
+/// Emit the steps of one phase under a tiling; returns the number of tiles.
+#[allow(clippy::too_many_arguments)]
+fn emit_tiles(
+    p: &Program,
+    plan: &MemoryPlan,
+    i: usize,
+    ph: &Phase,
+    sp: &Space,
+    t: &Tiling,
+    mut st: Vec<Stream>,
+    buffering: Buffering,
+    steps: &mut Vec<Step>,
+    next_id: &mut u32,
+) -> usize {
+    let g = &p.graph;
+    let n = &g.nodes[i];
+    let mut off = 0;
+    for s in &mut st {
+        s.base = off;
+        off += s.slot_bytes * s.slots as u64;
+    }
+    let tiles = t.tiles(&sp.dims);
+    let mut em = Emitter {
+        steps,
+        next_id,
+        flight: Vec::new(),
+    };
+    let load = |em: &mut Emitter, k: usize| {
+        for (si, s) in st.iter().enumerate() {
+            if s.input.is_none() || (s.resident && k > 0) {
+                continue;
+            }
+            let slot = k % s.slots;
+            em.wait_where(|ss, sk, _| ss == si && sk == slot);
+            let ty = g.ty(s.tensor);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
+            if reg.iter().any(|(a, b)| a == b) {
+                continue;
+            }
+            let b = boxed(&ty.shape, ty.dtype.size(), &reg);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
+            let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
+            for (hd, td, sh) in commands(&b) {
+                em.dma(h.offset_by(hd), l.offset_by(td), sh, si, slot, true);
+            }
+        }
+    };
+    if buffering == Buffering::Double {
+        load(&mut em, 0);
+    }
+    for k in 0..tiles.len() {
+        match buffering {
+            Buffering::Single => load(&mut em, k),
+            Buffering::Double => {
+                if k + 1 < tiles.len() {
+                    load(&mut em, k + 1);
+                }
+            }
+        }
+        let slot_of = |s: &Stream| if s.resident { 0 } else { k % s.slots };
+        // Inputs landed; output slots free.
+        em.wait_where(|ss, sk, inbound| {
+            let s = &st[ss];
+            sk == slot_of(s) && (inbound || !s.outputs.is_empty())
+        });
+        let mut ins: Vec<Option<Operand>> = vec![None; n.inputs.len()];
+        let mut outs: Vec<Option<Operand>> = vec![None; n.outputs.len()];
+        for &si in &ph.shape_only {
+            if let (Some(t), Some(m)) = (n.inputs[si], &sp.inputs[si]) {
+                let ty = g.ty(t);
+                let reg = region(&ty.shape, m, &tiles[k]);
+                let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
+                ins[si] = Some(operand(g, t, home(p, plan, t), tty, None, false));
+            }
+        }
+        for s in &st {
+            let ty = g.ty(s.tensor);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
+            let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
+            let whole = reg
+                .iter()
+                .zip(&ty.shape)
+                .all(|((a, b), &d)| *a == 0 && *b == d);
+            let b = boxed(&ty.shape, ty.dtype.size(), &reg);
+            let origin = HomeBox {
+                at: home(p, plan, s.tensor).offset_by(b.src_off),
+                run: b.run,
+                outer: b.outer.clone(),
+            };
+            let loc = Loc::arena(Level::L1, s.base + slot_of(s) as u64 * s.slot_bytes);
+            if let Some(i) = s.input {
+                ins[i] = Some(operand(
+                    g,
+                    s.tensor,
+                    loc,
+                    tty.clone(),
+                    Some(origin.clone()),
+                    whole,
+                ));
+            }
+            for &o in &s.outputs {
+                let ot = n.outputs[o].unwrap();
+                outs[o] = Some(operand(
+                    g,
+                    ot,
+                    loc,
+                    tty.clone(),
+                    Some(origin.clone()),
+                    false,
+                ));
+            }
+        }
+        em.steps.push(Step::Kernel(Kernel {
+            node: NodeId(i as u32),
+            op: tile_op(n, g, sp, &tiles[k]),
+            tile: k as u32,
+            inputs: ins,
+            outputs: outs,
+        }));
+        for (si, s) in st.iter().enumerate() {
+            if s.outputs.is_empty() {
+                continue;
+            }
+            let ty = g.ty(s.tensor);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
+            if reg.iter().any(|(a, b)| a == b) {
+                continue;
+            }
+            let b = boxed(&ty.shape, ty.dtype.size(), &reg);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
+            let slot = slot_of(s);
+            let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
+            for (hd, td, sh) in commands(&b) {
+                // Tile to home: swap the strides' roles.
+                let sh = lir::Shape {
+                    src_strides: sh.dst_strides,
+                    dst_strides: sh.src_strides,
+                    ..sh
+                };
+                em.dma(l.offset_by(td), h.offset_by(hd), sh, si, slot, false);
+            }
+        }
+    }
+    em.wait_where(|_, _, _| true);
+    tiles.len()
+}
+
+/// Lower a planned program to LIR.
+pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
+    let g = &p.graph;
+    let mut steps = Vec::new();
+    let mut node_steps = Vec::with_capacity(g.nodes.len());
+    let mut tilings = Vec::new();
+    let mut l1_peak = 0u64;
+    let mut next_id = 0u32;
+    let mut cache = ChoiceCache::new();
+    let mut train_end = 0;
+    for (i, n) in g.nodes.iter().enumerate() {
+        if i == p.train_end {
+            train_end = steps.len();
+        }
+        let start = steps.len();
+        let view = n.outputs.iter().enumerate().all(|(o, t)| {
+            t.is_none()
+                || n.op
+                    .aliases()
+                    .iter()
+                    .any(|a| a.output == o && a.kind == AliasKind::View)
+        });
+        if view {
+            tilings.push(NodeTiling {
+                node: n.name.clone(),
+                op_type: n.op_type.clone(),
+                tiles: 0,
+                how: "view".into(),
+                l1_bytes: 0,
+            });
+        } else if let Some(l1) = opt.l1 {
+            let mut hows = Vec::new();
+            let (mut ntiles, mut nbytes) = (0u32, 0u64);
+            for ph in phases(n, g) {
+                let (tiles, how, bytes) = lower_phase(
+                    p,
+                    plan,
+                    opt,
+                    l1,
+                    i,
+                    &ph,
+                    &mut steps,
+                    &mut next_id,
+                    &mut cache,
+                )?;
+                ntiles += tiles;
+                nbytes = nbytes.max(bytes);
+                hows.push(match ph.outputs.as_slice() {
+                    [o] if n.outputs.iter().flatten().count() > 1 => format!("output {o}: {how}"),
+                    _ => how,
+                });
+            }
+            l1_peak = l1_peak.max(nbytes);
+            tilings.push(NodeTiling {
+                node: n.name.clone(),
+                op_type: n.op_type.clone(),
+                tiles: ntiles,
+                how: hows.join("; "),
+                l1_bytes: nbytes,
+            });
+        } else {
+            let op = |t: &Option<TensorId>| {
+                t.map(|t| operand(g, t, home(p, plan, t), g.ty(t).clone(), None, true))
+            };
+            steps.push(Step::Kernel(Kernel {
+                node: NodeId(i as u32),
+                op: None,
+                tile: 0,
+                inputs: n.inputs.iter().map(op).collect(),
+                outputs: n.outputs.iter().map(op).collect(),
+            }));
+            tilings.push(NodeTiling {
+                node: n.name.clone(),
+                op_type: n.op_type.clone(),
+                tiles: 1,
+                how: "at home (untiled)".into(),
+                l1_bytes: 0,
+            });
+        }
+        node_steps.push(start..steps.len());
+    }
+    if p.train_end >= g.nodes.len() {
+        train_end = steps.len();
+    }
+    let mut arenas = BTreeMap::new();
+    let mut lower_bounds = BTreeMap::new();
+    arenas.insert(Level::L2, plan.arena_bytes);
+    lower_bounds.insert(Level::L2, plan.lower_bound);
+    if opt.l1.is_some() && l1_peak > 0 {
+        // Each node's slots live only during the node, so the L1 arena is
+        // the largest working set, which is also the bound.
+        arenas.insert(Level::L1, l1_peak);
+        lower_bounds.insert(Level::L1, l1_peak);
+    }
+    Ok(Lir {
+        arenas,
+        lower_bounds,
+        steps,
+        train_end,
+        node_steps,
+        tilings,
+        buffering: opt.l1.map(|_| opt.buffering),
+    })
+}
+
+/// The constants a lowered program may address, with their sizes.
+pub fn const_sizes(p: &Program) -> lir::ConstSizes {
+    p.graph
+        .constants
+        .iter()
+        .map(|(t, v)| (*t, v.ty().bytes() as u64))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every (home byte, tile byte) pair the commands move.
+    fn moved(b: &Boxed) -> Vec<(u64, u64)> {
+        let mut v = Vec::new();
+        for (hd, td, sh) in commands(b) {
+            assert!(
+                sh.total() >= 1 && sh.total() <= lir::DMA_MAX_BYTES,
+                "{sh:?}"
+            );
+            for ((hs, he), (ts, _)) in sh.ranges(sh.src_strides).zip(sh.ranges(sh.dst_strides)) {
+                for k in 0..he - hs {
+                    v.push((b.src_off + hd + hs + k, td + ts + k));
+                }
+            }
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// The pairs a box of a dense tensor maps to a dense tile, element by element.
+    fn expected(shape: &[usize], elem: usize, reg: &[(usize, usize)]) -> Vec<(u64, u64)> {
+        let r = shape.len();
+        let tdims: Vec<usize> = reg.iter().map(|(a, b)| b - a).collect();
+        let n: usize = tdims.iter().product();
+        let mut v = Vec::new();
+        for flat in 0..n {
+            let (mut rem, mut src, mut dst) = (flat, 0usize, 0usize);
+            let mut idx = vec![0; r];
+            for i in (0..r).rev() {
+                idx[i] = rem % tdims[i];
+                rem /= tdims[i];
+            }
+            for i in 0..r {
+                src = src * shape[i] + reg[i].0 + idx[i];
+                dst = dst * tdims[i] + idx[i];
+            }
+            for k in 0..elem {
+                v.push(((src * elem + k) as u64, (dst * elem + k) as u64));
+            }
+        }
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn an_exact_2_pow_17_transfer_is_two_commands() {
+        let b = boxed(&[1 << 15], 4, &[(0, 1 << 15)]);
+        let c = commands(&b);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c.iter().map(|(_, _, s)| s.total()).sum::<u64>(), 1 << 17);
+        assert_eq!(moved(&b), expected(&[1 << 15], 4, &[(0, 1 << 15)]));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Any box of any dense tensor (rank 1-5) is moved byte for byte.
+        #[test]
+        fn boxes_move_exactly_their_bytes(
+            dims in proptest::collection::vec((1usize..7, 0usize..7, 0usize..7), 1..6),
+            elem in prop_oneof![Just(1usize), Just(4), Just(8)],
+        ) {
+            let shape: Vec<usize> = dims.iter().map(|d| d.0).collect();
+            let reg: Vec<(usize, usize)> = dims
+                .iter()
+                .map(|&(d, a, b)| {
+                    let (a, b) = (a % d, b % d);
+                    (a.min(b), a.max(b) + 1)
+                })
+                .collect();
+            let b = boxed(&shape, elem, &reg);
+            prop_assert_eq!(moved(&b), expected(&shape, elem, &reg));
+        }
+
+        /// Large boxes split under the command limit and still move every byte.
+        #[test]
+        fn large_boxes_split_under_the_limit(rows in 1usize..40, cols in 1usize..5000, take in 1usize..40) {
+            let take = take.min(rows);
+            let reg = vec![(rows - take, rows), (0, cols)];
+            let b = boxed(&[rows, cols], 4, &reg);
+            prop_assert_eq!(moved(&b), expected(&[rows, cols], 4, &reg));
+            let b = boxed(&[cols, rows], 4, &[(0, cols), (rows - take, rows)]);
+            prop_assert_eq!(moved(&b), expected(&[cols, rows], 4, &[(0, cols), (rows - take, rows)]));
+        }
+    }
+}
