@@ -40,7 +40,7 @@ use crate::tensor::TensorType;
 pub type AxisMap = Vec<Option<usize>>;
 
 /// A node's tile space (see the module doc).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Space {
     pub dims: Vec<usize>,
     pub parallel: Vec<bool>,
@@ -108,11 +108,9 @@ fn elementwise(
     Some(Space {
         dims: y.shape.clone(),
         parallel: vec![true; rank],
-        retile: Retile::Same,
-        windows: vec![],
-        twindows: vec![],
         inputs,
         outputs,
+        ..Default::default()
     })
 }
 
@@ -429,9 +427,6 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
             Some(Space {
                 dims: y.shape.clone(),
                 parallel,
-                retile: Retile::Same,
-                windows: vec![],
-                twindows: vec![],
                 inputs: ins
                     .iter()
                     .map(|t| {
@@ -445,6 +440,7 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
                     })
                     .collect(),
                 outputs: vec![Some((0..r).map(Some).collect())],
+                ..Default::default()
             })
         }
         "BatchNormInternal" | "BatchNormalizationGrad" => {
@@ -468,11 +464,9 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
             Some(Space {
                 dims: y.shape.clone(),
                 parallel,
-                retile: Retile::Same,
-                windows: vec![],
-                twindows: vec![],
                 inputs: ins.iter().map(|t| t.map(m)).collect(),
                 outputs: outs.iter().map(|t| t.map(m)).collect(),
+                ..Default::default()
             })
         }
         _ => attr_space(n, g, &ins, &outs),
@@ -540,11 +534,9 @@ fn attr_space(
         return Some(Space {
             dims: y.shape.clone(),
             parallel: vec![true; r],
-            retile: Retile::Same,
-            windows: vec![],
-            twindows: vec![],
             inputs,
             outputs: vec![Some(ident)],
+            ..Default::default()
         });
     }
     // A matrix product over the last two axes: Y [.., M, N] = A [.., M, K] B [.., K, N].
@@ -577,11 +569,9 @@ fn attr_space(
         Some(Space {
             dims: y.shape.clone(),
             parallel: vec![true; r],
-            retile: Retile::Same,
-            windows: vec![],
-            twindows: vec![],
             inputs,
             outputs: vec![Some(ident.clone())],
+            ..Default::default()
         })
     };
     if let Some(gm) = op.downcast_ref::<basic::Gemm>() {
@@ -616,9 +606,6 @@ fn attr_space(
         Some(Space {
             dims: y.shape.clone(),
             parallel,
-            retile: Retile::Same,
-            windows: vec![],
-            twindows: vec![],
             inputs: ins
                 .iter()
                 .map(|t| {
@@ -632,6 +619,7 @@ fn attr_space(
                 })
                 .collect(),
             outputs: vec![Some(ident.clone())],
+            ..Default::default()
         })
     };
     if let Some(s) = op.downcast_ref::<transformer::Softmax>() {
@@ -653,15 +641,13 @@ fn attr_space(
         return Some(Space {
             dims: y.shape.clone(),
             parallel: rows(a, None),
-            retile: Retile::Same,
-            windows: vec![],
-            twindows: vec![],
             inputs: ins
                 .iter()
                 .enumerate()
                 .map(|(i, t)| t.map(|t| if i == 0 { by_rows(t) } else { whole(t) }))
                 .collect(),
             outputs: outs.iter().map(|t| t.map(by_rows)).collect(),
+            ..Default::default()
         });
     }
     None
@@ -1536,9 +1522,6 @@ fn lower_phase(
     let sp = ph.space.clone().unwrap_or_else(|| Space {
         dims: vec![],
         parallel: vec![],
-        retile: Retile::Same,
-        windows: vec![],
-        twindows: vec![],
         inputs: n
             .inputs
             .iter()
@@ -1549,6 +1532,7 @@ fn lower_phase(
             .iter()
             .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
             .collect(),
+        ..Default::default()
     });
     // Candidates: the model's best few double-buffered tilings (when asked
     // for) and its best single-buffered ones; each is emitted and timed by
