@@ -113,19 +113,19 @@ pub fn grad_pair_type(
 }
 
 /// The reference kernel of such an op: `f(dy, t)` per element.
-pub fn grad_pair_eval(
+pub fn grad_pair_eval<R: crate::tensor::Real>(
     inputs: &[Option<&crate::tensor::Tensor>],
-    f: impl Fn(f32, f32) -> f32,
+    f: impl Fn(R, R) -> R,
 ) -> Result<Vec<crate::tensor::Tensor>, OpError> {
     let dy = super::arg(inputs, 0)?;
     let t = super::arg(inputs, 1)?;
     let v = dy
-        .as_f32()
+        .as_real::<R>()
         .iter()
-        .zip(t.as_f32())
+        .zip(t.as_real::<R>())
         .map(|(&d, &x)| f(d, x))
         .collect();
-    Ok(vec![crate::tensor::Tensor::f32(dy.shape.clone(), v)])
+    Ok(vec![crate::tensor::Tensor::real(dy.shape.clone(), v)])
 }
 
 /// The C call of such an op: `func` with fields `dy`, `t` (its name in the
