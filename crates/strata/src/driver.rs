@@ -26,6 +26,8 @@ pub const PLAN_TIME: Duration = Duration::from_secs(60);
 pub enum Engine {
     Interp,
     C,
+    /// The reference interpreter in f64 ([`crate::oracle`]), rounded to f32 for the comparison.
+    Oracle,
 }
 
 /// What `compile` reads: a fixture directory (program plus data and
@@ -187,6 +189,11 @@ pub struct CheckReport {
     /// Read-only constants outside the arena (bytes).
     pub constant_bytes: u64,
     pub tolerance: fixture::Tolerance,
+    /// Distances from the f64 oracle of this engine's results and of the
+    /// fixture's reference (`None` when the oracle could not run; see `oracle_error`).
+    pub oracle: Option<crate::oracle::OracleReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle_error: Option<String>,
     #[serde(skip)]
     pub results: Option<Results>,
     #[serde(skip)]
@@ -203,8 +210,13 @@ pub fn check(
 ) -> Result<CheckReport> {
     let f = fixture::load(dir, reg)?;
     let plan = plan_program(&f.program, l2)?;
+    let oracle = crate::oracle::run(&f);
     let (results, c_output, c_ok) = match engine {
         Engine::Interp => (fixture::run_interp(&f)?, String::new(), None),
+        Engine::Oracle => match &oracle {
+            Ok(o) => (o.to_results(), String::new(), None),
+            Err(e) => return Err(Error::Backend(format!("the f64 oracle failed: {e}"))),
+        },
         Engine::C => {
             let tmp;
             let wd = match workdir {
@@ -250,6 +262,11 @@ pub fn check(
         lower_bound_bytes: level(plan.lower_bound),
         constant_bytes: plan.constant_bytes,
         tolerance: f.tolerance,
+        oracle: oracle
+            .as_ref()
+            .ok()
+            .map(|o| crate::oracle::report(&f, o, &results)),
+        oracle_error: oracle.as_ref().err().map(|e| e.to_string()),
         results: Some(results),
         c_output,
     })

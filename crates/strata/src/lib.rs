@@ -16,6 +16,7 @@ pub mod interp;
 pub mod ir;
 pub mod onnx;
 pub mod ops;
+pub mod oracle;
 pub mod plan;
 pub mod program;
 pub mod tensor;

@@ -1,0 +1,130 @@
+//! The f64 oracle (`strata check --engine oracle`, and the `oracle` field
+//! of every check report).
+//!
+//! - On the project's generated cases (`examples/import`, numpy float64
+//!   references rounded once to float32) the oracle agrees with numpy to
+//!   within that one rounding, element by element: every kernel it runs is
+//!   the f64 one.
+//! - On the training fixtures (`../shared`) and ONNX Runtime artifacts
+//!   (`examples/ort`) `check` reports the distance from the oracle of
+//!   strata's result and of the reference; both are within float32 noise of
+//!   it, and the oracle itself passes the fixture's tolerance.
+
+use std::path::{Path, PathBuf};
+
+use strata::driver::{self, Engine};
+use strata::fixture;
+use strata::ops::Registry;
+use strata::tensor::DType;
+use strata::testing::shared_dir;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn import_cases() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(workspace().join("examples/import"))
+        .expect("examples/import (run examples/gen_import.py)")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("network.onnx").is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_oracle_is_numpy_float64_to_within_one_float32_rounding() {
+    let reg = Registry::standard();
+    let cases = import_cases();
+    assert!(cases.len() >= 20, "found {} cases", cases.len());
+    for d in cases {
+        let f = fixture::load(&d, &reg).unwrap();
+        let o = strata::oracle::run(&f).unwrap();
+        for ((name, _, want), got) in f.ref_tensors.iter().zip(&o.tensors) {
+            if want.dtype() != DType::F32 {
+                continue;
+            }
+            assert!(
+                got.is_wide(),
+                "{}: `{name}` was not computed in f64",
+                d.display()
+            );
+            for (k, (&r, &x)) in want.to_f64().iter().zip(&got.to_f64()).enumerate() {
+                // numpy's f64 result rounded to f32 is within half an ulp of it.
+                let bound = x.abs() * f64::powi(2.0, -24) * (1.0 + 1e-6) + 1e-300;
+                assert!(
+                    (r - x).abs() <= bound,
+                    "{}: `{name}`[{k}]: reference {r:e}, oracle {x:e}",
+                    d.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn f32_engines_are_not_the_oracle() {
+    // The interpreter computes in f32: on a long reduction it differs from
+    // the oracle by rounding (this is what the oracle is there to measure).
+    let reg = Registry::standard();
+    let d = workspace().join("examples/import/conv_grad_default");
+    let f = fixture::load(&d, &reg).unwrap();
+    let o = strata::oracle::run(&f).unwrap();
+    let r = fixture::run_interp(&f).unwrap();
+    let rep = strata::oracle::report(&f, &o, &r);
+    let e = rep.engine.max_abs_tensor.unwrap();
+    assert!(e > 0.0 && e < 1e-5, "interp vs oracle {e:e}");
+    assert!(r.tensors.iter().all(|t| !t.is_wide()));
+}
+
+/// Every training program: the oracle passes, and the report has both distances.
+#[test]
+fn check_reports_oracle_distances_for_training_programs() {
+    let reg = Registry::standard();
+    let mut dirs = vec![workspace().join("examples/mlp")];
+    for m in ["mlp", "cnn", "vit", "mlp_adamw"] {
+        dirs.push(workspace().join("examples/ort").join(m));
+    }
+    if let Some(s) = shared_dir() {
+        for m in ["SimpleMLP", "Autoencoder", "DSCNN", "ResNet8"] {
+            dirs.push(s.join("fixtures/deeploy/Training").join(m));
+        }
+    }
+    for d in dirs {
+        let o = driver::check(&d, Engine::Oracle, u64::MAX / 4, None, &reg).unwrap();
+        assert!(o.ok, "{}: the oracle is off: {:?}", d.display(), o.failures);
+        let i = driver::check(&d, Engine::Interp, u64::MAX / 4, None, &reg).unwrap();
+        let rep = i.oracle.expect("oracle report");
+        for (who, dist) in [("strata", &rep.engine), ("reference", &rep.reference)] {
+            let (l, t) = (dist.max_abs_loss.unwrap(), dist.max_abs_tensor.unwrap());
+            assert!(
+                l < 1e-5 && t < 1e-5,
+                "{}: {who} is {l:e} (loss) / {t:e} (tensors) from the oracle",
+                d.display()
+            );
+        }
+        eprintln!(
+            "{:<60} strata vs oracle: loss {:.2e} weights {:.2e} | reference vs oracle: loss {:.2e} weights {:.2e}",
+            d.display().to_string(),
+            rep.engine.max_abs_loss.unwrap(),
+            rep.engine.max_abs_tensor.unwrap(),
+            rep.reference.max_abs_loss.unwrap(),
+            rep.reference.max_abs_tensor.unwrap()
+        );
+    }
+}
+
+#[test]
+fn check_json_has_the_oracle_fields() {
+    let reg = Registry::standard();
+    let d = workspace().join("examples/import/gemm_3d_2d");
+    let r = driver::check(&d, Engine::Interp, u64::MAX / 4, None, &reg).unwrap();
+    let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+    let o = &v["oracle"];
+    assert!(o["engine"]["max_abs_tensor"].is_number(), "{v}");
+    assert!(o["reference"]["max_abs_tensor"].is_number(), "{v}");
+    assert!(
+        o["engine"]["max_abs_loss"].is_null(),
+        "a kernel test has no loss: {v}"
+    );
+}
