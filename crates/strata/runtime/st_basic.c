@@ -58,15 +58,17 @@ void st_reduce(void *args) {
             base += (rem % (size_t)r->kept_dims[i]) * (size_t)r->kept_strides[i];
             rem /= (size_t)r->kept_dims[i];
         }
-        float acc = 0.0f;
+        st_psum sum;
+        st_psum_init(&sum);
         for (size_t q = 0; q < n_red; q++) {
             size_t off = base, rq = q;
             for (int i = r->n_red - 1; i >= 0; i--) {
                 off += (rq % (size_t)r->red_dims[i]) * (size_t)r->red_strides[i];
                 rq /= (size_t)r->red_dims[i];
             }
-            acc += r->x[off];
+            st_psum_add(&sum, r->x[off]);
         }
+        float acc = st_psum_total(&sum);
         r->y[o] = r->mean ? acc / (float)n_red : acc;
     }
 }

@@ -160,9 +160,10 @@ void st_gap(void *args) {
     st_split((size_t)a->planes, &lo, &hi);
     for (size_t p = lo; p < hi; p++) {
         const float *xp = a->x + p * (size_t)a->hw;
-        float acc = 0.0f;
-        for (int i = 0; i < a->hw; i++) acc += xp[i];
-        a->y[p] = acc / (float)a->hw;
+        st_psum sum;
+        st_psum_init(&sum);
+        for (int i = 0; i < a->hw; i++) st_psum_add(&sum, xp[i]);
+        a->y[p] = st_psum_total(&sum) / (float)a->hw;
     }
 }
 

@@ -110,10 +110,12 @@ pub struct OracleReport {
     pub reference: Distance,
 }
 
+/// Largest absolute difference; equal values (equal infinities too) differ
+/// by 0, NaN counts as infinite.
 fn max_abs(a: &[f64], b: &[f64]) -> f64 {
     a.iter()
         .zip(b)
-        .map(|(x, y)| (x - y).abs())
+        .map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() })
         .fold(
             0.0,
             |m, d| if d.is_nan() { f64::INFINITY } else { m.max(d) },
@@ -140,9 +142,17 @@ pub fn distance(o: &OracleRun, losses: Option<&[f32]>, tensors: &[&Tensor]) -> D
         } else {
             f64::INFINITY
         };
-        let scale = w.iter().fold(0f64, |m, x| m.max(x.abs()));
+        // Relative to the largest finite oracle value (padding may be infinite).
+        let scale = w
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(0f64, |m, x| m.max(x.abs()));
         abs = Some(abs.map_or(d, |a| a.max(d)));
-        let r = if scale > 0.0 { d / scale } else { d };
+        let r = if d == 0.0 || scale == 0.0 {
+            d
+        } else {
+            d / scale
+        };
         rel = Some(rel.map_or(r, |a| a.max(r)));
     }
     Distance {

@@ -82,7 +82,7 @@ fn f32_engines_are_not_the_oracle() {
 fn check_reports_oracle_distances_for_training_programs() {
     let reg = Registry::standard();
     let mut dirs = vec![workspace().join("examples/mlp")];
-    for m in ["mlp", "cnn", "vit", "mlp_adamw"] {
+    for m in ["mlp", "cnn", "vit", "mlp_adamw", "cnn_deep"] {
         dirs.push(workspace().join("examples/ort").join(m));
     }
     if let Some(s) = shared_dir() {
@@ -126,5 +126,100 @@ fn check_json_has_the_oracle_fields() {
     assert!(
         o["engine"]["max_abs_loss"].is_null(),
         "a kernel test has no loss: {v}"
+    );
+}
+
+/// The project's deep CNN (11 Conv-BN-Relu layers, batch-1 BatchNorm,
+/// trained by ONNX Runtime in `examples/ort/cnn_deep`): strata's trained
+/// weights, in both engines, are no further from the f64 oracle than ONNX
+/// Runtime's.
+#[test]
+fn deep_cnn_weights_are_no_further_from_the_oracle_than_onnx_runtime() {
+    let reg = Registry::standard();
+    let d = workspace().join("examples/ort/cnn_deep");
+    for e in [Engine::Interp, Engine::C] {
+        let r = driver::check(&d, e, u64::MAX / 4, None, &reg).unwrap();
+        assert!(r.ok, "{e:?}: {:?}", r.failures);
+        let o = r.oracle.unwrap();
+        let (s, ort) = (
+            o.engine.max_abs_tensor.unwrap(),
+            o.reference.max_abs_tensor.unwrap(),
+        );
+        eprintln!("cnn_deep {e:?}: strata {s:.3e}, ONNX Runtime {ort:.3e} from the oracle");
+        assert!(s <= ort, "{e:?}: strata {s:e} vs ONNX Runtime {ort:e}");
+    }
+}
+
+/// Pairwise summation (ops::util::Psum, st_psum in the C): on a long sum
+/// its error stays near one rounding where a running f32 sum drifts.
+#[test]
+fn pairwise_summation_stays_accurate_where_a_running_sum_drifts() {
+    use strata::ops::util::{psum, Psum};
+    let n = 1 << 20;
+    let exact = (0.1f32 as f64) * n as f64;
+    let pair = psum(std::iter::repeat_n(0.1f32, n)) as f64;
+    let mut run = 0f32;
+    for _ in 0..n {
+        run += 0.1;
+    }
+    let (ep, er) = (
+        (pair - exact).abs() / exact,
+        (run as f64 - exact).abs() / exact,
+    );
+    assert!(ep < 1e-7, "pairwise relative error {ep:e}");
+    assert!(er > 1e-3, "running sum relative error {er:e}");
+    // For 2^k terms it is exactly the recursive halving.
+    fn halve(v: &[f32]) -> f32 {
+        if v.len() == 1 {
+            v[0]
+        } else {
+            let h = v.len() / 2;
+            halve(&v[..h]) + halve(&v[h..])
+        }
+    }
+    let v: Vec<f32> = (0..256)
+        .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
+        .collect();
+    let mut p = Psum::new();
+    v.iter().for_each(|&x| p.add(x));
+    assert_eq!(p.total().to_bits(), halve(&v).to_bits());
+}
+
+/// BatchNorm statistics over one long plane (2^16 values near 0.1, where a
+/// running f32 sum's mean is off by ~1.7e-6 relative): with pairwise sums
+/// the reference kernel's mean stays within a few roundings of the oracle's.
+#[test]
+fn batchnorm_statistics_of_a_long_plane_are_near_the_oracle() {
+    use strata::ops::norm::bn_train;
+    let n = 1 << 16;
+    let x: Vec<f32> = (0..n)
+        .map(|i| 0.1 + ((i * 7919) % 1000) as f32 * 1e-5)
+        .collect();
+    let (one, zero) = ([1f32], [0f32]);
+    let f = bn_train(&x, &one, &zero, &zero, &one, (1, 1, n), 1e-5f32, 0.9f32);
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let (one, zero) = ([1f64], [0f64]);
+    let o = bn_train(
+        &x64,
+        &one,
+        &zero,
+        &zero,
+        &one,
+        (1, 1, n),
+        1e-5f32 as f64,
+        0.9f32 as f64,
+    );
+    let rel = |a: f32, b: f64| (a as f64 - b).abs() / b.abs();
+    assert!(
+        rel(f.mean[0], o.mean[0]) < 2e-7,
+        "mean {} vs {}",
+        f.mean[0],
+        o.mean[0]
+    );
+    assert!(
+        rel(f.inv_std[0], o.inv_std[0]) < 1e-6,
+        "inv_std {} vs {}",
+        f.inv_std[0],
+        o.inv_std[0]
     );
 }

@@ -619,8 +619,9 @@ impl Op for Reduce {
             let count = R::from_usize(p.red_count());
             let y = (0..n_out)
                 .map(|o| {
-                    let mut acc = R::ZERO;
-                    p.for_each(o, |off| acc += xv[off]);
+                    let mut sum = super::util::Psum::new();
+                    p.for_each(o, |off| sum.add(xv[off]));
+                    let acc = sum.total();
                     if self.kind == ReduceKind::Mean {
                         acc / count
                     } else {

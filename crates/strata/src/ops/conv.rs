@@ -8,6 +8,7 @@
 //! kernels split outputs over cores with no reductions across cores, and the
 //! reference kernels below repeat their loops and f32 accumulation order.
 
+use super::util::Psum;
 use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -414,7 +415,7 @@ pub fn conv_grad_w<R: Real>(g: &Geom, dy: &[R], x: &[R]) -> Vec<R> {
             let c = (co / cog) * cig + ci;
             for ky in 0..g.kh {
                 for kx in 0..g.kw {
-                    let mut acc = R::ZERO;
+                    let mut acc = Psum::new();
                     for n in 0..g.n {
                         let dyp = &dy[(n * g.cout + co) * g.oh * g.ow..];
                         let xp = &x[(n * g.cin + c) * g.h * g.w..];
@@ -428,11 +429,11 @@ pub fn conv_grad_w<R: Real>(g: &Geom, dy: &[R], x: &[R]) -> Vec<R> {
                                 if ix < 0 || ix >= g.w as isize {
                                     continue;
                                 }
-                                acc += dyp[oy * g.ow + ox] * xp[iy as usize * g.w + ix as usize];
+                                acc.add(dyp[oy * g.ow + ox] * xp[iy as usize * g.w + ix as usize]);
                             }
                         }
                     }
-                    dw[((co * cig + ci) * g.kh + ky) * g.kw + kx] = acc;
+                    dw[((co * cig + ci) * g.kh + ky) * g.kw + kx] = acc.total();
                 }
             }
         }
@@ -445,13 +446,13 @@ pub fn conv_grad_b<R: Real>(g: &Geom, dy: &[R]) -> Vec<R> {
     let plane = g.oh * g.ow;
     (0..g.cout)
         .map(|co| {
-            let mut acc = R::ZERO;
+            let mut acc = Psum::new();
             for n in 0..g.n {
                 for v in &dy[(n * g.cout + co) * plane..][..plane] {
-                    acc += *v;
+                    acc.add(*v);
                 }
             }
-            acc
+            acc.total()
         })
         .collect()
 }

@@ -189,10 +189,7 @@ impl Op for Sce {
             let loss = match self.reduction {
                 Reduction::None => Tensor::real::<R>(vec![b], per),
                 Reduction::Sum | Reduction::Mean => {
-                    let mut acc = R::ZERO;
-                    for v in &per {
-                        acc += *v;
-                    }
+                    let mut acc = super::util::psum(per.iter().copied());
                     if self.reduction == Reduction::Mean {
                         acc /= total;
                     }
@@ -410,11 +407,7 @@ impl Op for Mse {
         crate::by_real!(inputs, R => {
             let p = arg(inputs, 0)?.as_real::<R>();
             let t = arg(inputs, 1)?.as_real::<R>();
-            let mut acc = R::ZERO;
-            for (&a, &b) in p.iter().zip(t) {
-                let d = a - b;
-                acc += d * d;
-            }
+            let acc = super::util::psum(p.iter().zip(t).map(|(&a, &b)| (a - b) * (a - b)));
             Ok(vec![Tensor::real::<R>(vec![], vec![acc / R::from_usize(p.len())])])
         })
     }

@@ -8,6 +8,7 @@
 //! mean and inverse standard deviation. Both C kernels split channels over
 //! cores; the reference kernels repeat their loops and f32 arithmetic.
 
+use super::util::Psum;
 use super::{arg, boxed, c_float, req, Alias, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::ensure;
 use crate::tensor::{DType, Real, Tensor, TensorType};
@@ -96,21 +97,20 @@ pub fn bn_train<R: Real>(
     };
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
-        let mut sum = R::ZERO;
+        let (mut sum, mut sq) = (Psum::new(), Psum::new());
         for k in 0..n {
             for v in &x[plane(k)] {
-                sum += *v;
+                sum.add(*v);
             }
         }
-        let mean = sum / m;
-        let mut sq = R::ZERO;
+        let mean = sum.total() / m;
         for k in 0..n {
             for v in &x[plane(k)] {
                 let d = *v - mean;
-                sq += d * d;
+                sq.add(d * d);
             }
         }
-        let var = sq / m;
+        let var = sq.total() / m;
         let inv = R::ONE / (var + eps).sqrt();
         let (kf, bias) = (scale[ch] * inv, b[ch]);
         for k in 0..n {
@@ -229,13 +229,14 @@ pub fn bn_grad<R: Real>(
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
         let (mu, iv) = (mean[ch], inv[ch]);
-        let (mut db, mut dxm) = (R::ZERO, R::ZERO);
+        let (mut sdb, mut sdxm) = (Psum::new(), Psum::new());
         for k in 0..n {
             for i in plane(k) {
-                db += dy[i];
-                dxm += dy[i] * (x[i] - mu);
+                sdb.add(dy[i]);
+                sdxm.add(dy[i] * (x[i] - mu));
             }
         }
+        let (db, dxm) = (sdb.total(), sdxm.total());
         dbv[ch] = db;
         ds[ch] = dxm * iv;
         let (k1, k2, coef) = (db / m, dxm * iv * iv / m, scale[ch] * iv);

@@ -455,13 +455,7 @@ fn planes(shape: &[usize]) -> Result<(usize, usize), OpError> {
 /// Plane means, the loops of `st_gap`.
 pub fn gap<R: Real>(x: &[R], planes: usize, hw: usize) -> Vec<R> {
     (0..planes)
-        .map(|p| {
-            let mut acc = R::ZERO;
-            for v in &x[p * hw..(p + 1) * hw] {
-                acc += *v;
-            }
-            acc / R::from_usize(hw)
-        })
+        .map(|p| super::util::psum(x[p * hw..(p + 1) * hw].iter().copied()) / R::from_usize(hw))
         .collect()
 }
 

@@ -8,6 +8,7 @@
 
 use super::util::{broadcast_shape, broadcast_strides, norm_axis};
 use super::util::{f32_in, grad_pair_emit, grad_pair_eval, grad_pair_type, pad8};
+use super::util::{psum, Psum};
 use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -580,15 +581,8 @@ impl Op for LayerNorm {
             let mut invs = vec![R::ZERO; rows];
             for r in 0..rows {
                 let row = &xv[r * d..(r + 1) * d];
-                let mut sum = R::ZERO;
-                for &v in row {
-                    sum += v;
-                }
-                let mean = sum / R::from_usize(d);
-                let mut sq = R::ZERO;
-                for &v in row {
-                    sq += (v - mean) * (v - mean);
-                }
+                let mean = psum(row.iter().copied()) / R::from_usize(d);
+                let sq = psum(row.iter().map(|&v| (v - mean) * (v - mean)));
                 let inv = R::ONE / (sq / R::from_usize(d) + R::from_f32(self.epsilon)).sqrt();
                 for j in 0..d {
                     let mut v = (row[j] - mean) * inv * sv[j * ss];
@@ -713,15 +707,14 @@ impl Op for LayerNormGrad {
             let mut dx = vec![R::ZERO; x.len()];
             for r in 0..rows {
                 let (m, iv) = (mean[r], inv[r]);
-                let mut sg = R::ZERO;
-                let mut sgx = R::ZERO;
+                let (mut sg, mut sgx) = (Psum::new(), Psum::new());
                 for j in 0..d {
                     let g = dy[r * d + j] * sc[j];
-                    sg += g;
-                    sgx += g * ((x[r * d + j] - m) * iv);
+                    sg.add(g);
+                    sgx.add(g * ((x[r * d + j] - m) * iv));
                 }
-                let mg = sg / R::from_usize(d);
-                let mgx = sgx / R::from_usize(d);
+                let mg = sg.total() / R::from_usize(d);
+                let mgx = sgx.total() / R::from_usize(d);
                 for j in 0..d {
                     let g = dy[r * d + j] * sc[j];
                     let xh = (x[r * d + j] - m) * iv;
@@ -731,14 +724,14 @@ impl Op for LayerNormGrad {
             let mut ds = vec![R::ZERO; d];
             let mut db = vec![R::ZERO; d];
             for j in 0..d {
-                let (mut s, mut b) = (R::ZERO, R::ZERO);
+                let (mut s, mut b) = (Psum::new(), Psum::new());
                 for r in 0..rows {
                     let g = dy[r * d + j];
-                    s += g * ((x[r * d + j] - mean[r]) * inv[r]);
-                    b += g;
+                    s.add(g * ((x[r * d + j] - mean[r]) * inv[r]));
+                    b.add(g);
                 }
-                ds[j] = s;
-                db[j] = b;
+                ds[j] = s.total();
+                db[j] = b.total();
             }
             let ps = tys[1].shape[a..].to_vec();
             let want = |k: usize| outputs.get(k).copied().flatten().is_some();

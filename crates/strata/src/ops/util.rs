@@ -147,3 +147,59 @@ pub fn grad_pair_emit(
     cx.kernel(func, &fields);
     Ok(())
 }
+
+/// Pairwise summation of a stream (`st_psum` in the C runtime, addition
+/// for addition): `s[i]` holds the sum of a block of 2^i terms, the set
+/// bits of `n` say which are full; adding a term merges equal blocks
+/// (older + newer) like a binary carry, and the total adds the blocks from
+/// the smallest up. Its rounding error grows with log2 of the length where
+/// a running sum's grows linearly; the sums that feed statistics and
+/// gradients use it.
+#[derive(Clone, Copy, Debug)]
+pub struct Psum<R> {
+    s: [R; 32],
+    n: u32,
+}
+
+impl<R: crate::tensor::Real> Default for Psum<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: crate::tensor::Real> Psum<R> {
+    pub fn new() -> Self {
+        Psum {
+            s: [R::ZERO; 32],
+            n: 0,
+        }
+    }
+    pub fn add(&mut self, v: R) {
+        let mut v = v;
+        let mut i = 0;
+        while (self.n >> i) & 1 == 1 {
+            v = self.s[i] + v;
+            i += 1;
+        }
+        self.s[i] = v;
+        self.n += 1;
+    }
+    pub fn total(&self) -> R {
+        let mut t = R::ZERO;
+        let mut first = true;
+        for i in 0..32 {
+            if (self.n >> i) & 1 == 1 {
+                t = if first { self.s[i] } else { self.s[i] + t };
+                first = false;
+            }
+        }
+        t
+    }
+}
+
+/// The pairwise sum of `v` (as [`Psum`]).
+pub fn psum<R: crate::tensor::Real>(v: impl IntoIterator<Item = R>) -> R {
+    let mut p = Psum::new();
+    v.into_iter().for_each(|x| p.add(x));
+    p.total()
+}
