@@ -157,8 +157,7 @@ impl Gemm {
             if cs.len() > out.len() {
                 return Err(bad());
             }
-            let padded: Vec<usize> = std::iter::repeat(1)
-                .take(out.len() - cs.len())
+            let padded: Vec<usize> = std::iter::repeat_n(1, out.len() - cs.len())
                 .chain(cs.iter().copied())
                 .collect();
             if padded.iter().zip(&out).any(|(&c, &o)| c != 1 && c != o) {
