@@ -390,6 +390,39 @@ def pow_exponents(rng):
     write("pow_exponents", nodes, ins, outs, ins, refs, inits=inits)
 
 
+def unused_outputs(rng):
+    """Outputs nothing reads: MaxPool's mask (declared with an UNDEFINED
+    type), LayerNormalization's mean and inv_std_dev, and optional outputs
+    left out as the empty name (BatchNormInternal's running and saved
+    statistics)."""
+    x = rand(rng, 1, 2, 4, 6)
+    sc, b = rand(rng, 3), rand(rng, 3)
+    bs, bb = rand(rng, 2), rand(rng, 2)
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["p", "mask"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("LayerNormalization", ["p", "scale", "bias"], ["y", "mean", "inv_std"],
+                         axis=-1, epsilon=1e-5),
+        helper.make_node("BatchNormInternal", ["x", "bn_s", "bn_b", "bn_m", "bn_v"],
+                         ["z", "", "", "", ""], domain=MS, epsilon=1e-5, momentum=0.9),
+    ]
+    inits = [
+        numpy_helper.from_array(np.zeros(2, np.float32), "bn_m"),
+        numpy_helper.from_array(np.ones(2, np.float32), "bn_v"),
+    ]
+    value_info = [vi("mask", [1, 2, 2, 3], TensorProto.UNDEFINED), vi("mean", [1, 2, 2, 1]),
+                  vi("inv_std", [1, 2, 2, 1])]
+    p = f64(x).reshape(1, 2, 2, 2, 3, 2).max(axis=(3, 5))
+    m = p.mean(axis=-1, keepdims=True)
+    v = ((p - m) ** 2).mean(axis=-1, keepdims=True)
+    y = (p - m) / np.sqrt(v + 1e-5) * f64(sc) + f64(b)
+    xm = f64(x).mean(axis=(0, 2, 3), keepdims=True)
+    xv = ((f64(x) - xm) ** 2).mean(axis=(0, 2, 3), keepdims=True)
+    z = (f64(x) - xm) / np.sqrt(xv + 1e-5) * f64(bs).reshape(1, 2, 1, 1) + f64(bb).reshape(1, 2, 1, 1)
+    ins = {"x": x, "scale": sc, "bias": b, "bn_s": bs, "bn_b": bb}
+    write("unused_outputs", nodes, ins, [vi("y", [1, 2, 2, 3]), vi("z", [1, 2, 4, 6])], ins,
+          {"y": y, "z": z}, inits=inits, value_info=value_info, opsets=[("", 15), (MS, 1)])
+
+
 def main():
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -419,6 +452,7 @@ def main():
     softmax_grad_axis1(rng)
     broadcast_low_rank_first(rng)
     pow_exponents(rng)
+    unused_outputs(rng)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,10 @@ cases!(
     broadcast_low_rank_first,
     /// Pow with a scalar, a [1] and a full-shape exponent.
     pow_exponents,
+    /// Outputs without a consumer (a MaxPool mask declared UNDEFINED,
+    /// LayerNormalization's statistics) and optional outputs left out as
+    /// the empty name (BatchNormInternal's statistics).
+    unused_outputs,
 );
 
 fn import_bytes(bytes: &[u8]) -> strata::error::Result<strata::ir::Graph> {
