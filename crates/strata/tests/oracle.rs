@@ -223,3 +223,41 @@ fn batchnorm_statistics_of_a_long_plane_are_near_the_oracle() {
         o.inv_std[0]
     );
 }
+
+/// The reductions that feed gradients are at least as accurate as ONNX
+/// Runtime's: on the Deeploy kernel tests of weight gradients and
+/// BatchNorm (ONNX Runtime's references), strata's outputs are no further
+/// from the oracle than ONNX Runtime's.
+#[test]
+fn gradient_reductions_are_no_further_from_the_oracle_than_onnx_runtime() {
+    let Some(s) = shared_dir() else { return };
+    let root = s.join("fixtures/deeploy/Kernels/FP32");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("ConvGradW") || n.starts_with("BatchNormalizationGrad")
+        })
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 9, "found {} tests", dirs.len());
+    let reg = Registry::standard();
+    for d in dirs {
+        let r = driver::check(&d, Engine::Interp, u64::MAX / 4, None, &reg).unwrap();
+        let o = r.oracle.unwrap();
+        let (st, ort) = (
+            o.engine.max_abs_tensor.unwrap(),
+            o.reference.max_abs_tensor.unwrap(),
+        );
+        eprintln!(
+            "{:<40} strata {st:.2e}  ONNX Runtime {ort:.2e}",
+            d.file_name().unwrap().to_string_lossy()
+        );
+        assert!(
+            st <= ort,
+            "{}: strata {st:e}, ONNX Runtime {ort:e}",
+            d.display()
+        );
+    }
+}
