@@ -5,8 +5,8 @@
 //! The pipeline, one visible step after another (see [`driver`]):
 //! `import → verify → program (train + optimizer) → plan → check → emit`.
 //! This crate owns the IR, the op set (shape rules, reference kernels, C
-//! kernels), the reference interpreter, the plan and its checker, and the C
-//! emitter. Placement itself is the `memplan` crate's job.
+//! kernels), the reference interpreter and its f64 oracle, the plan and its
+//! checker, and the C emitter. Placement itself is the `memplan` crate's job.
 
 pub mod codegen;
 pub mod driver;

@@ -1,5 +1,7 @@
 //! Tensor values and types: the element types strata handles (f32 compute,
-//! i64 labels/indices, bool flags, i32 metadata) and dense row-major storage.
+//! i64 labels/indices, bool flags, i32 metadata) and dense row-major storage;
+//! float32 tensors may be held in f64 for the oracle ([`Data::F64`]), and
+//! [`Real`] is what the reference kernels are generic over.
 
 use std::fmt;
 

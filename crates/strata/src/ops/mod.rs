@@ -8,9 +8,13 @@
 //! - `infer` gets every input's type and, when it is a compile-time constant,
 //!   its value (shape and axes inputs); it returns one type per output
 //!   position up to `n_outputs`.
-//! - `eval` is the reference kernel: plain f32 loops in a fixed accumulation
+//! - `eval` is the reference kernel: plain loops in a fixed accumulation
 //!   order that the C kernel repeats exactly, so the interpreter and the
-//!   compiled C agree to rounding. It returns one tensor per output position
+//!   compiled C agree to rounding. It is written once, generic over the
+//!   float type (`by_real!`, [`crate::tensor::Real`]): f32, operation for
+//!   operation what the C does, or f64 when its inputs are wide (the
+//!   oracle). Sums that feed statistics and gradients are pairwise
+//!   ([`util::Psum`], `st_psum`). It returns one tensor per output position
 //!   (`Tensor::absent()` where the output is not requested).
 //! - `emit` calls one or more runtime kernels through [`EmitCx::kernel`].
 //! - `aliases` names outputs that share storage with an input: views
