@@ -4,7 +4,7 @@
 Requirements (Python 3.11):  pip install numpy onnx onnxruntime-training==1.19.2
 Run from anywhere:            python3 examples/gen_ort.py
 
-For each model in MODELS (mlp, cnn, vit and mlp variants) this script
+For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep) this script
 
 1. builds the forward ONNX model with onnx.helper, initial weights as
    initializers drawn from a fixed seed;
@@ -176,6 +176,53 @@ def cnn(rng):
     return m, list(p), list(frozen), artifacts.LossType.CrossEntropyLoss, batch
 
 
+def cnn_deep(rng):
+    """A deep plain CNN with batch-1 BatchNorm: 11 x (Conv 3x3 -> BN -> Relu),
+    strides 2 at layers 4 and 8 (16x16 -> 4x4), then GAP -> Gemm. With one
+    sample per batch the BN statistics are over the spatial positions only,
+    and float32 rounding decides the sign of ReLU inputs near zero in any
+    engine: the f64 oracle says which engine is closer to the exact result."""
+    B, Cin, HW, C, K, L = 1, 3, 16, 8, 5, 11
+    p, frozen, nodes = {}, {}, []
+    x = "input"
+    for i in range(L):
+        cin = Cin if i == 0 else C
+        s = 2 if i in (4, 8) else 1
+        p[f"conv{i}.weight"] = init(rng, (C, cin, 3, 3), cin * 9)
+        p[f"bn{i}.weight"] = (1.0 + 0.1 * rng.standard_normal(C)).astype(np.float32)
+        p[f"bn{i}.bias"] = (0.1 * rng.standard_normal(C)).astype(np.float32)
+        frozen[f"bn{i}.running_mean"] = np.zeros(C, np.float32)
+        frozen[f"bn{i}.running_var"] = np.ones(C, np.float32)
+        nodes += [
+            helper.make_node("Conv", [x, f"conv{i}.weight"], [f"c{i}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[s, s]),
+            helper.make_node(
+                "BatchNormalization",
+                [f"c{i}", f"bn{i}.weight", f"bn{i}.bias", f"bn{i}.running_mean", f"bn{i}.running_var"],
+                [f"b{i}", f"bn{i}.running_mean_out", f"bn{i}.running_var_out"],
+                epsilon=1e-5,
+                momentum=0.9,
+                training_mode=1,
+            ),
+            helper.make_node("Relu", [f"b{i}"], [f"r{i}"]),
+        ]
+        x = f"r{i}"
+    p["fc.weight"] = init(rng, (K, C), C)
+    p["fc.bias"] = init(rng, (K,), C)
+    nodes += [
+        helper.make_node("GlobalAveragePool", [x], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], transB=1),
+    ]
+    m = make_model("cnn_deep", nodes, [("input", [B, Cin, HW, HW])], [("output", [B, K])], {**p, **frozen})
+
+    def batch(rng):
+        x = rng.standard_normal((B, Cin, HW, HW)).astype(np.float32)
+        y = rng.integers(0, K, B).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), list(frozen), artifacts.LossType.CrossEntropyLoss, batch
+
+
 def vit(rng):
     """A tiny CCT-like transformer block on tokens [B, T, D]."""
     B, T, D, Hd, K = 2, 4, 8, 16, 3
@@ -281,6 +328,7 @@ MODELS = {
     "mlp_l1": (mlp_loss("L1Loss"), 6, "SGD"),
     "mlp_bce": (mlp_loss("BCEWithLogitsLoss"), 7, "SGD"),
     "mlp_acts": (mlp_acts, 8, "SGD"),
+    "cnn_deep": (cnn_deep, 9, "SGD"),
 }
 
 

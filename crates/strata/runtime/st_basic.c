@@ -2,16 +2,29 @@
 
 void st_gemm(void *args) {
     const st_gemm_args *g = (const st_gemm_args *)args;
+    size_t nb = 1;
+    for (int d = 0; d < g->nbd; d++) nb *= (size_t)g->bdims[d];
+    size_t mn = (size_t)g->m * (size_t)g->n;
     size_t lo, hi;
-    st_split((size_t)g->m * (size_t)g->n, &lo, &hi);
+    st_split(nb * mn, &lo, &hi);
     for (size_t idx = lo; idx < hi; idx++) {
-        int i = (int)(idx / (size_t)g->n), j = (int)(idx % (size_t)g->n);
+        size_t bi = idx / mn, r = idx % mn;
+        size_t i = r / (size_t)g->n, j = r % (size_t)g->n;
+        size_t oa = 0, ob = 0, oc = 0, rem = bi;
+        for (int d = g->nbd - 1; d >= 0; d--) {
+            size_t q = rem % (size_t)g->bdims[d];
+            rem /= (size_t)g->bdims[d];
+            oa += q * (size_t)g->sa[d];
+            ob += q * (size_t)g->sb[d];
+            oc += q * (size_t)g->sc[d];
+        }
         float acc = 0.0f;
-        for (int p = 0; p < g->k; p++)
-            acc += g->a[i * g->sam + p * g->sak] * g->b[p * g->sbk + j * g->sbn];
+        for (size_t p = 0; p < (size_t)g->k; p++)
+            acc += g->a[oa + i * (size_t)g->sam + p * (size_t)g->sak] *
+                   g->b[ob + p * (size_t)g->sbk + j * (size_t)g->sbn];
         float v = g->alpha * acc;
         if (g->c)
-            v += g->beta * g->c[i * g->scm + j * g->scn];
+            v += g->beta * g->c[oc + i * (size_t)g->scm + j * (size_t)g->scn];
         g->y[idx] = v;
     }
 }
@@ -45,15 +58,17 @@ void st_reduce(void *args) {
             base += (rem % (size_t)r->kept_dims[i]) * (size_t)r->kept_strides[i];
             rem /= (size_t)r->kept_dims[i];
         }
-        float acc = 0.0f;
+        st_psum sum;
+        st_psum_init(&sum);
         for (size_t q = 0; q < n_red; q++) {
             size_t off = base, rq = q;
             for (int i = r->n_red - 1; i >= 0; i--) {
                 off += (rq % (size_t)r->red_dims[i]) * (size_t)r->red_strides[i];
                 rq /= (size_t)r->red_dims[i];
             }
-            acc += r->x[off];
+            st_psum_add(&sum, r->x[off]);
         }
+        float acc = st_psum_total(&sum);
         r->y[o] = r->mean ? acc / (float)n_red : acc;
     }
 }

@@ -3,12 +3,15 @@
 #define ST_BASIC_H
 #include "strata_rt.h"
 
-/* y[i,j] = alpha * sum_p a[i*sam + p*sak] * b[p*sbk + j*sbn] + beta * c[i*scm + j*scn] */
+/* y[i,j] = alpha * sum_p a[i*sam + p*sak] * b[p*sbk + j*sbn] + beta * c[i*scm + j*scn],
+ * per batch: nbd batch dims bdims, each operand's matrix offset sum_d q_d * s?[d]
+ * (0 where it broadcasts; nbd = 0 is plain 2-D Gemm). */
 typedef struct {
     const float *a, *b, *c;
     float *y;
     int m, n, k, sam, sak, sbk, sbn, scm, scn;
     float alpha, beta;
+    int nbd, bdims[8], sa[8], sb[8], sc[8];
 } st_gemm_args;
 void st_gemm(void *args);
 

@@ -8,21 +8,22 @@ void st_bn_train(void *args) {
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
     for (size_t c = lo; c < hi; c++) {
-        float sum = 0.0f;
+        st_psum sum, sq;
+        st_psum_init(&sum);
+        st_psum_init(&sq);
         for (int n = 0; n < a->n; n++) {
             const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) sum += xp[i];
+            for (size_t i = 0; i < sp; i++) st_psum_add(&sum, xp[i]);
         }
-        float mean = sum / m;
-        float sq = 0.0f;
+        float mean = st_psum_total(&sum) / m;
         for (int n = 0; n < a->n; n++) {
             const float *xp = a->x + (size_t)n * cs + c * sp;
             for (size_t i = 0; i < sp; i++) {
                 float d = xp[i] - mean;
-                sq += d * d;
+                st_psum_add(&sq, d * d);
             }
         }
-        float var = sq / m;
+        float var = st_psum_total(&sq) / m;
         float inv = 1.0f / sqrtf(var + a->eps);
         if (a->y) {
             float k = a->scale[c] * inv, b = a->b[c];
@@ -48,15 +49,18 @@ void st_bn_grad(void *args) {
     st_split((size_t)a->c, &lo, &hi);
     for (size_t c = lo; c < hi; c++) {
         float mean = a->mean[c], inv = a->inv[c];
-        float db = 0.0f, dxm = 0.0f;
+        st_psum sdb, sdxm;
+        st_psum_init(&sdb);
+        st_psum_init(&sdxm);
         for (int n = 0; n < a->n; n++) {
             const float *dyp = a->dy + (size_t)n * cs + c * sp;
             const float *xp = a->x + (size_t)n * cs + c * sp;
             for (size_t i = 0; i < sp; i++) {
-                db += dyp[i];
-                dxm += dyp[i] * (xp[i] - mean);
+                st_psum_add(&sdb, dyp[i]);
+                st_psum_add(&sdxm, dyp[i] * (xp[i] - mean));
             }
         }
+        float db = st_psum_total(&sdb), dxm = st_psum_total(&sdxm);
         if (a->dbias) a->dbias[c] = db;
         if (a->dscale) a->dscale[c] = dxm * inv;
         if (a->dx) {

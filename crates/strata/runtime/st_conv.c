@@ -84,7 +84,8 @@ void st_conv_grad_w(void *args) {
         int ci = (int)((e / ((size_t)g->kw * (size_t)g->kh)) % (size_t)cig);
         int co = (int)(e / ((size_t)g->kw * (size_t)g->kh * (size_t)cig));
         int c = (co / cog) * cig + ci;
-        float acc = 0.0f;
+        st_psum acc;
+        st_psum_init(&acc);
         for (int n = 0; n < g->n; n++) {
             const float *dyp = a->dy + ((size_t)n * (size_t)g->cout + (size_t)co) * (size_t)g->oh * (size_t)g->ow;
             const float *xp = a->x + ((size_t)n * (size_t)g->cin + (size_t)c) * (size_t)g->h * (size_t)g->w;
@@ -94,11 +95,11 @@ void st_conv_grad_w(void *args) {
                 for (int ox = 0; ox < g->ow; ox++) {
                     int ix = ox * g->sw - g->pl + kx;
                     if (ix < 0 || ix >= g->w) continue;
-                    acc += dyp[oy * g->ow + ox] * xp[iy * g->w + ix];
+                    st_psum_add(&acc, dyp[oy * g->ow + ox] * xp[iy * g->w + ix]);
                 }
             }
         }
-        a->dw[e] = acc;
+        a->dw[e] = st_psum_total(&acc);
     }
 }
 
@@ -110,11 +111,12 @@ void st_conv_grad_b(void *args) {
     size_t lo, hi;
     st_split((size_t)g->cout, &lo, &hi);
     for (size_t co = lo; co < hi; co++) {
-        float acc = 0.0f;
+        st_psum acc;
+        st_psum_init(&acc);
         for (int n = 0; n < g->n; n++) {
             const float *dyp = a->dy + ((size_t)n * (size_t)g->cout + co) * plane;
-            for (size_t i = 0; i < plane; i++) acc += dyp[i];
+            for (size_t i = 0; i < plane; i++) st_psum_add(&acc, dyp[i]);
         }
-        a->db[co] = acc;
+        a->db[co] = st_psum_total(&acc);
     }
 }

@@ -36,7 +36,8 @@ static float st_weight_total(const void *labels, int i32, const float *weight, l
 void st_sce_loss(void *args) {
     const st_sce_loss_args *a = (const st_sce_loss_args *)args;
     if (st_core_id() != 0) return;
-    float acc = 0.0f;
+    st_psum sum;
+    st_psum_init(&sum);
     for (int i = 0; i < a->b; i++) {
         float row[a->c];
         float *lp = a->logp ? a->logp + (size_t)i * a->c : row;
@@ -46,10 +47,11 @@ void st_sce_loss(void *args) {
         if (a->reduction == 0) {
             if (a->loss) a->loss[i] = per;
         } else {
-            acc += per;
+            st_psum_add(&sum, per);
         }
     }
     if (a->reduction != 0 && a->loss) {
+        float acc = st_psum_total(&sum);
         if (a->reduction == 2) acc /= st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, a->b);
         a->loss[0] = acc;
     }
@@ -75,12 +77,13 @@ void st_sce_loss_grad(void *args) {
 void st_mse_loss(void *args) {
     const st_mse_loss_args *a = (const st_mse_loss_args *)args;
     if (st_core_id() != 0) return;
-    float acc = 0.0f;
+    st_psum sum;
+    st_psum_init(&sum);
     for (int i = 0; i < a->n; i++) {
         float d = a->p[i] - a->t[i];
-        acc += d * d;
+        st_psum_add(&sum, d * d);
     }
-    a->loss[0] = acc / (float)a->n;
+    a->loss[0] = st_psum_total(&sum) / (float)a->n;
 }
 
 void st_mse_loss_grad(void *args) {

@@ -54,6 +54,40 @@ void st_maxpool_grad(void *args) {
     }
 }
 
+/* (n, c) planes, split over cores, windows in st_maxpool's order. */
+void st_maxpool_grad_x(void *args) {
+    const st_maxpool_grad_x_args *a = (const st_maxpool_grad_x_args *)args;
+    const st_geom *g = &a->g;
+    size_t in_plane = (size_t)g->h * (size_t)g->w;
+    size_t lo, hi;
+    st_split((size_t)g->n * (size_t)g->cin, &lo, &hi);
+    for (size_t p = lo; p < hi; p++) {
+        size_t base = p * in_plane;
+        for (size_t i = base; i < base + in_plane; i++) a->dx[i] = 0.0f;
+        for (int oy = 0; oy < g->oh; oy++) {
+            for (int ox = 0; ox < g->ow; ox++) {
+                float best = -FLT_MAX;
+                int64_t at = -1;
+                for (int ky = 0; ky < g->kh; ky++) {
+                    int iy = oy * g->sh - g->pt + ky;
+                    if (iy < 0 || iy >= g->h) continue;
+                    for (int kx = 0; kx < g->kw; kx++) {
+                        int ix = ox * g->sw - g->pl + kx;
+                        if (ix < 0 || ix >= g->w) continue;
+                        size_t off = base + (size_t)iy * (size_t)g->w + (size_t)ix;
+                        if (a->x[off] > best) {
+                            best = a->x[off];
+                            at = (int64_t)off;
+                        }
+                    }
+                }
+                if (at >= 0)
+                    a->dx[at] += a->dy[(p * (size_t)g->oh + (size_t)oy) * (size_t)g->ow + (size_t)ox];
+            }
+        }
+    }
+}
+
 /* Valid taps [lo, hi) of a window starting at s of k over an axis of n. */
 static int st_pool_span(int s, int k, int n) {
     int b = s < 0 ? 0 : s, e = s + k > n ? n : s + k;
@@ -126,9 +160,10 @@ void st_gap(void *args) {
     st_split((size_t)a->planes, &lo, &hi);
     for (size_t p = lo; p < hi; p++) {
         const float *xp = a->x + p * (size_t)a->hw;
-        float acc = 0.0f;
-        for (int i = 0; i < a->hw; i++) acc += xp[i];
-        a->y[p] = acc / (float)a->hw;
+        st_psum sum;
+        st_psum_init(&sum);
+        for (int i = 0; i < a->hw; i++) st_psum_add(&sum, xp[i]);
+        a->y[p] = st_psum_total(&sum) / (float)a->hw;
     }
 }
 

@@ -13,6 +13,12 @@ void st_maxpool(void *args);
 typedef struct { const float *dy; const int64_t *idx; float *dx; st_geom g; } st_maxpool_grad_args;
 void st_maxpool_grad(void *args);
 
+/* The peer's MaxPoolGrad(dY, X): the argmax recomputed from X per window (the
+ * first strict maximum in row-major window order, padded cells skipped),
+ * overlapping windows adding into dX. */
+typedef struct { const float *dy, *x; float *dx; st_geom g; } st_maxpool_grad_x_args;
+void st_maxpool_grad_x(void *args);
+
 /* y = mean over each window; the divisor counts the pads iff include_pad. */
 typedef struct { const float *x; float *y; st_geom g; int include_pad; } st_avgpool_args;
 void st_avgpool(void *args);

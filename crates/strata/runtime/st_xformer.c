@@ -119,12 +119,13 @@ void st_layernorm(void *args) {
     st_split((size_t)l->rows, &lo, &hi);
     for (size_t r = lo; r < hi; r++) {
         const float *x = l->x + r * d;
-        float sum = 0.0f;
-        for (size_t j = 0; j < d; j++) sum += x[j];
-        float mean = sum / (float)d;
-        float sq = 0.0f;
-        for (size_t j = 0; j < d; j++) sq += (x[j] - mean) * (x[j] - mean);
-        float inv = 1.0f / sqrtf(sq / (float)d + l->eps);
+        st_psum sum, sq;
+        st_psum_init(&sum);
+        st_psum_init(&sq);
+        for (size_t j = 0; j < d; j++) st_psum_add(&sum, x[j]);
+        float mean = st_psum_total(&sum) / (float)d;
+        for (size_t j = 0; j < d; j++) st_psum_add(&sq, (x[j] - mean) * (x[j] - mean));
+        float inv = 1.0f / sqrtf(st_psum_total(&sq) / (float)d + l->eps);
         for (size_t j = 0; j < d; j++) {
             float v = (x[j] - mean) * inv * l->scale[j * (size_t)l->ss];
             if (l->bias) v += l->bias[j * (size_t)l->sb];
@@ -142,13 +143,15 @@ void st_layernorm_grad_x(void *args) {
     for (size_t r = lo; r < hi; r++) {
         const float *dy = l->dy + r * d, *x = l->x + r * d;
         float m = l->mean[r], iv = l->inv_std[r];
-        float sg = 0.0f, sgx = 0.0f;
+        st_psum sg, sgx;
+        st_psum_init(&sg);
+        st_psum_init(&sgx);
         for (size_t j = 0; j < d; j++) {
             float g = dy[j] * l->scale[j];
-            sg += g;
-            sgx += g * ((x[j] - m) * iv);
+            st_psum_add(&sg, g);
+            st_psum_add(&sgx, g * ((x[j] - m) * iv));
         }
-        float mg = sg / (float)d, mgx = sgx / (float)d;
+        float mg = st_psum_total(&sg) / (float)d, mgx = st_psum_total(&sgx) / (float)d;
         for (size_t j = 0; j < d; j++) {
             float g = dy[j] * l->scale[j];
             float xh = (x[j] - m) * iv;
@@ -162,13 +165,15 @@ void st_layernorm_grad_w(void *args) {
     size_t lo, hi, d = (size_t)l->d;
     st_split(d, &lo, &hi);
     for (size_t j = lo; j < hi; j++) {
-        float s = 0.0f, b = 0.0f;
+        st_psum s, b;
+        st_psum_init(&s);
+        st_psum_init(&b);
         for (size_t r = 0; r < (size_t)l->rows; r++) {
             float g = l->dy[r * d + j];
-            s += g * ((l->x[r * d + j] - l->mean[r]) * l->inv_std[r]);
-            b += g;
+            st_psum_add(&s, g * ((l->x[r * d + j] - l->mean[r]) * l->inv_std[r]));
+            st_psum_add(&b, g);
         }
-        if (l->dscale) l->dscale[j] = s;
-        if (l->dbias) l->dbias[j] = b;
+        if (l->dscale) l->dscale[j] = st_psum_total(&s);
+        if (l->dbias) l->dbias[j] = st_psum_total(&b);
     }
 }

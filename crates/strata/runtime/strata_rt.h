@@ -66,4 +66,37 @@ void st_dma(uint32_t id, void *dst, const void *src, uint32_t bytes, uint32_t c0
             uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
 void st_dma_wait(uint32_t id);
 
+/* Pairwise summation of a stream, for the sums that feed statistics and
+ * gradients (BatchNorm and LayerNorm statistics, dW and dB, reductions,
+ * losses): its error grows with log2 of the length, not linearly. s[i]
+ * holds the sum of a block of 2^i terms; the set bits of n say which are
+ * full. Adding a term merges equal blocks (older + newer) like a binary
+ * carry; the total adds the blocks from the smallest up. The reference
+ * kernels (ops::util::Psum) do exactly the same additions. */
+typedef struct {
+    float s[32];
+    uint32_t n; /* at most 2^32 - 1 terms */
+} st_psum;
+static inline void st_psum_init(st_psum *p) { p->n = 0; }
+static inline void st_psum_add(st_psum *p, float v) {
+    int i = 0;
+    while ((p->n >> i) & 1u) {
+        v = p->s[i] + v;
+        i++;
+    }
+    p->s[i] = v;
+    p->n++;
+}
+static inline float st_psum_total(const st_psum *p) {
+    float t = 0.0f;
+    int first = 1;
+    for (int i = 0; i < 32; i++) {
+        if ((p->n >> i) & 1u) {
+            t = first ? p->s[i] : p->s[i] + t;
+            first = 0;
+        }
+    }
+    return t;
+}
+
 #endif

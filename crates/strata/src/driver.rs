@@ -35,6 +35,8 @@ pub enum Engine {
     C,
     /// The simulator on the lowered program, with the cycle model.
     Sim,
+    /// The reference interpreter in f64 ([`crate::oracle`]), rounded to f32 for the comparison.
+    Oracle,
 }
 
 /// Default L1 budget: training runs on Siracusa use 64–128 KB of its 256 KiB.
@@ -348,6 +350,11 @@ pub struct CheckReport {
     /// How each node was lowered.
     #[serde(skip)]
     pub tilings: Vec<lir::NodeTiling>,
+    /// Distances from the f64 oracle of this engine's results and of the
+    /// fixture's reference (`None` when the oracle could not run; see `oracle_error`).
+    pub oracle: Option<crate::oracle::OracleReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle_error: Option<String>,
     #[serde(skip)]
     pub results: Option<Results>,
     #[serde(skip)]
@@ -387,8 +394,13 @@ pub fn check_for(
     let plan = plan_program(&f.program, target.l2)?;
     let lir = lower_program(&f.program, &plan, target)?;
     let mut sim_report = None;
+    let oracle = crate::oracle::run(&f);
     let (results, c_output, c_ok) = match engine {
         Engine::Interp => (fixture::run_interp(&f)?, String::new(), None),
+        Engine::Oracle => match &oracle {
+            Ok(o) => (o.to_results(), String::new(), None),
+            Err(e) => return Err(Error::Backend(format!("the f64 oracle failed: {e}"))),
+        },
         Engine::Sim => {
             let (r, rep) = sim::run_fixture(&f, &plan, &lir, &target.platform)?;
             sim_report = Some(rep);
@@ -445,6 +457,11 @@ pub fn check_for(
         bounds: sim_report.as_ref().map(|r| r.bounds.clone()),
         sim: sim_report,
         tilings: lir.tilings.clone(),
+        oracle: oracle
+            .as_ref()
+            .ok()
+            .map(|o| crate::oracle::report(&f, o, &results)),
+        oracle_error: oracle.as_ref().err().map(|e| e.to_string()),
         results: Some(results),
         c_output,
     })

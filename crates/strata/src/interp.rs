@@ -14,6 +14,23 @@ pub type Env = BTreeMap<TensorId, Tensor>;
 
 /// Run nodes `range` of the program's schedule on `env`.
 pub fn run_nodes(p: &Program, env: &mut Env, range: std::ops::Range<usize>) -> Result<()> {
+    run_nodes_in(p, env, range, false)
+}
+
+/// Run nodes `range` with every float32 tensor held in f64: the oracle.
+/// The caller puts wide values of the inputs and constants in `env`; a
+/// float32 output a kernel makes from non-float inputs is widened too, so
+/// every kernel sees wide inputs and computes in f64.
+pub fn run_nodes_wide(p: &Program, env: &mut Env, range: std::ops::Range<usize>) -> Result<()> {
+    run_nodes_in(p, env, range, true)
+}
+
+fn run_nodes_in(
+    p: &Program,
+    env: &mut Env,
+    range: std::ops::Range<usize>,
+    wide: bool,
+) -> Result<()> {
     let g = &p.graph;
     for i in range {
         let id = NodeId(i as u32);
@@ -50,7 +67,7 @@ pub fn run_nodes(p: &Program, env: &mut Env, range: std::ops::Range<usize>) -> R
                     op_type: n.op_type.clone(),
                     msg: format!("reference kernel returned no output {k}"),
                 })?;
-                writes.push((*o, v));
+                writes.push((*o, if wide { v.widened() } else { v }));
             }
         }
         // An in-place output is the input's buffer: the input now holds the new value too.

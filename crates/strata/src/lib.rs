@@ -5,7 +5,8 @@
 //! The pipeline, one visible step after another (see [`driver`]):
 //! `import → verify → program (train + optimizer) → plan → check → tile and
 //! lower → check → emit C / simulate`. This crate owns the IR, the op set
-//! (shape rules, reference kernels, C kernels), the reference interpreter,
+//! (shape rules, reference kernels, C kernels), the reference interpreter
+//! and its f64 oracle,
 //! the plan and its checker, the tiler, the lowered program (LIR) and its
 //! checker, the simulator with its cycle model, and the C emitter.
 //! Placement itself is the `memplan` crate's job.
@@ -19,6 +20,7 @@ pub mod ir;
 pub mod lir;
 pub mod onnx;
 pub mod ops;
+pub mod oracle;
 pub mod outdir;
 pub mod plan;
 pub mod platform;

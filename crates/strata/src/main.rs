@@ -211,6 +211,21 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 for (name, e) in &r.failures {
                     println!("  off: {name} (max abs error {e:.3e})");
                 }
+                match (&r.oracle, &r.oracle_error) {
+                    (Some(o), _) => {
+                        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3e}"));
+                        for (who, d) in [("strata", &o.engine), ("reference", &o.reference)] {
+                            println!(
+                                "  f64 oracle distance, {who:<9}: loss {}, tensors {} (relative {})",
+                                f(d.max_abs_loss),
+                                f(d.max_abs_tensor),
+                                f(d.max_rel_tensor)
+                            );
+                        }
+                    }
+                    (None, Some(e)) => println!("  f64 oracle: not run ({e})"),
+                    (None, None) => {}
+                }
                 for (level, bytes) in &r.arena_bytes {
                     println!(
                         "  {level} arena {bytes} bytes, lower bound {} bytes",

@@ -1,5 +1,7 @@
 //! Tensor values and types: the element types strata handles (f32 compute,
-//! i64 labels/indices, bool flags, i32 metadata) and dense row-major storage.
+//! i64 labels/indices, bool flags, i32 metadata) and dense row-major storage;
+//! float32 tensors may be held in f64 for the oracle ([`Data::F64`]), and
+//! [`Real`] is what the reference kernels are generic over.
 
 use std::fmt;
 
@@ -87,6 +89,10 @@ impl fmt::Display for TensorType {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Data {
     F32(Vec<f32>),
+    /// A float32 tensor held in float64: the oracle's storage (`interp`
+    /// run wide). Its type stays float32, so shape rules and checks see
+    /// the graph's types; only the reference kernels compute in f64.
+    F64(Vec<f64>),
     I64(Vec<i64>),
     I32(Vec<i32>),
     Bool(Vec<bool>),
@@ -141,7 +147,7 @@ impl Tensor {
     }
     pub fn dtype(&self) -> DType {
         match self.data {
-            Data::F32(_) => DType::F32,
+            Data::F32(_) | Data::F64(_) => DType::F32,
             Data::I64(_) => DType::I64,
             Data::I32(_) => DType::I32,
             Data::Bool(_) => DType::Bool,
@@ -169,6 +175,54 @@ impl Tensor {
             ),
         }
     }
+    /// The float elements as `R` (f32 tensors as f32, the oracle's wide
+    /// tensors as f64); panics on another storage, which the shape rules
+    /// and the interpreter's widening exclude.
+    pub fn as_real<R: Real>(&self) -> &[R] {
+        R::slice(&self.data).unwrap_or_else(|| {
+            panic!(
+                "tensor is {} where {} storage was expected",
+                self.storage(),
+                R::NAME
+            )
+        })
+    }
+    /// A float tensor from `R` values.
+    pub fn real<R: Real>(shape: Vec<usize>, v: Vec<R>) -> Tensor {
+        debug_assert_eq!(shape.iter().product::<usize>(), v.len());
+        Tensor {
+            shape,
+            data: R::wrap(v),
+        }
+    }
+    /// Whether the tensor is float32 held in f64 (the oracle's storage).
+    pub fn is_wide(&self) -> bool {
+        matches!(self.data, Data::F64(_))
+    }
+    /// The same tensor with float32 data held in f64; other types unchanged.
+    pub fn widened(&self) -> Tensor {
+        match &self.data {
+            Data::F32(v) => Tensor::real(self.shape.clone(), v.iter().map(|&x| x as f64).collect()),
+            _ => self.clone(),
+        }
+    }
+    /// The float elements as f64 (exactly, for either storage).
+    pub fn to_f64(&self) -> Vec<f64> {
+        match &self.data {
+            Data::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            Data::F64(v) => v.clone(),
+            _ => self.to_i64().iter().map(|&x| x as f64).collect(),
+        }
+    }
+    fn storage(&self) -> &'static str {
+        match self.data {
+            Data::F32(_) => "f32",
+            Data::F64(_) => "f64",
+            Data::I64(_) => "i64",
+            Data::I32(_) => "i32",
+            Data::Bool(_) => "bool",
+        }
+    }
     /// Integer view of an index-like tensor (i64, i32 or bool as 0/1).
     pub fn to_i64(&self) -> Vec<i64> {
         match &self.data {
@@ -176,12 +230,14 @@ impl Tensor {
             Data::I32(v) => v.iter().map(|&x| x as i64).collect(),
             Data::Bool(v) => v.iter().map(|&x| x as i64).collect(),
             Data::F32(v) => v.iter().map(|&x| x as i64).collect(),
+            Data::F64(v) => v.iter().map(|&x| x as i64).collect(),
         }
     }
     /// Little-endian bytes in the layout emitted C uses.
     pub fn to_le_bytes(&self) -> Vec<u8> {
         match &self.data {
             Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Data::F64(v) => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
             Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             Data::Bool(v) => v.iter().map(|&x| x as u8).collect(),
@@ -215,6 +271,123 @@ impl Tensor {
             data,
         })
     }
+}
+
+/// The float type a reference kernel computes in: f32 (what the C does,
+/// operation for operation) or f64 (the oracle). Kernels are written once,
+/// generic over it; `eval` picks f64 when its inputs are wide.
+pub trait Real:
+    Copy
+    + PartialOrd
+    + fmt::Debug
+    + fmt::Display
+    + Default
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::ops::AddAssign
+    + std::ops::SubAssign
+    + std::ops::MulAssign
+    + std::ops::DivAssign
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    /// The lowest finite value (MaxPool's starting maximum).
+    const MIN: Self;
+    const NAME: &'static str;
+    fn from_f32(x: f32) -> Self;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn from_usize(n: usize) -> Self;
+    fn sqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn tanh(self) -> Self;
+    fn abs(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn is_nan(self) -> bool;
+    fn slice(d: &Data) -> Option<&[Self]>;
+    fn slice_mut(d: &mut Data) -> Option<&mut [Self]>;
+    fn wrap(v: Vec<Self>) -> Data;
+}
+
+macro_rules! real_impl {
+    ($t:ty, $v:ident, $name:literal) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const MIN: Self = <$t>::MIN;
+            const NAME: &'static str = $name;
+            fn from_f32(x: f32) -> Self {
+                x as $t
+            }
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_usize(n: usize) -> Self {
+                n as $t
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            fn max(self, o: Self) -> Self {
+                <$t>::max(self, o)
+            }
+            fn min(self, o: Self) -> Self {
+                <$t>::min(self, o)
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn slice(d: &Data) -> Option<&[Self]> {
+                match d {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(d: &mut Data) -> Option<&mut [Self]> {
+                match d {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(v: Vec<Self>) -> Data {
+                Data::$v(v)
+            }
+        }
+    };
+}
+real_impl!(f32, F32, "f32");
+real_impl!(f64, F64, "f64");
+
+/// Whether any present input is wide (the oracle runs the kernel in f64).
+pub fn any_wide(inputs: &[Option<&Tensor>]) -> bool {
+    inputs.iter().flatten().any(|t| t.is_wide())
 }
 
 /// Largest absolute elementwise difference between two f32 tensors of equal

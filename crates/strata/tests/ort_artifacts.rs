@@ -25,7 +25,7 @@ const MODELS: [&str; 3] = ["mlp", "cnn", "vit"];
 /// step count as optimizer state) and mlp under ORT's MSE, L1 and
 /// BCE-with-logits losses (built by ORT from plain ONNX ops), and
 /// `mlp_acts` (Tanh, Sigmoid, LeakyRelu and their ORT gradients).
-const ALL_MODELS: [&str; 8] = [
+const ALL_MODELS: [&str; 9] = [
     "mlp",
     "cnn",
     "vit",
@@ -34,6 +34,7 @@ const ALL_MODELS: [&str; 8] = [
     "mlp_l1",
     "mlp_bce",
     "mlp_acts",
+    "cnn_deep",
 ];
 /// Interpreter vs compiled C.
 const ENGINES_AGREE: f32 = 1e-6;

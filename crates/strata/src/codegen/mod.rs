@@ -88,6 +88,10 @@ pub fn c_values(t: &Tensor) -> String {
             .iter()
             .enumerate()
             .for_each(|(i, x)| push(i, cx::c_float(*x))),
+        Data::F64(v) => v
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| push(i, cx::c_float(*x as f32))),
         Data::I64(v) => v
             .iter()
             .enumerate()

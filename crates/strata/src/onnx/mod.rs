@@ -93,6 +93,7 @@ pub fn tensor_from_proto(t: &proto::TensorProto) -> Result<Tensor, String> {
     let tensor = Tensor { shape, data };
     let got = match &tensor.data {
         Data::F32(v) => v.len(),
+        Data::F64(v) => v.len(),
         Data::I64(v) => v.len(),
         Data::I32(v) => v.len(),
         Data::Bool(v) => v.len(),
@@ -152,16 +153,20 @@ pub(crate) fn value_type(v: &proto::ValueInfoProto) -> Result<TensorType, String
     Ok(TensorType::new(dtype, shape))
 }
 
-/// The type a value info declares, when it declares a complete one (element
-/// type and every dimension as a number); `None` for partial or symbolic
-/// declarations, which strata's own inference replaces.
-fn declared_type(v: &proto::ValueInfoProto) -> Option<TensorType> {
+/// What a value info declares: the element type (`None` for UNDEFINED,
+/// which the peer's transformer graphs write for most tensors) and the
+/// shape, when every dimension is a number; `None` for partial or symbolic
+/// shapes and element types strata does not know, which inference replaces.
+fn declared_type(v: &proto::ValueInfoProto) -> Option<(Option<DType>, Vec<usize>)> {
     use proto::tensor_shape_proto::dimension::Value;
     use proto::type_proto::Value as TV;
     let Some(TV::TensorType(tt)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
         return None;
     };
-    let dtype = DType::from_onnx(tt.elem_type)?;
+    let dtype = match tt.elem_type {
+        0 => None,
+        code => Some(DType::from_onnx(code)?),
+    };
     let shape = tt
         .shape
         .as_ref()?
@@ -172,7 +177,7 @@ fn declared_type(v: &proto::ValueInfoProto) -> Option<TensorType> {
             _ => None,
         })
         .collect::<Option<Vec<usize>>>()?;
-    Some(TensorType::new(dtype, shape))
+    Some((dtype, shape))
 }
 
 /// Reject shapes whose byte size overflows or exceeds anything a device holds.
@@ -281,31 +286,44 @@ pub fn import_into(
     // op cannot see). In-place outputs are exempt: they are their input's
     // buffer whatever is declared (InPlaceAccumulatorV2's output is typed
     // as ORT's BOOL[1] "updated" flag in the fixtures).
-    let declared: std::collections::HashMap<&str, TensorType> = gp
+    // An UNDEFINED element type declares the shape alone; a value info
+    // with an empty name declares nothing.
+    let declared: std::collections::HashMap<&str, (Option<DType>, Vec<usize>)> = gp
         .value_info
         .iter()
         .chain(&gp.output)
+        .filter(|v| !v.name.is_empty())
         .filter_map(|v| Some((v.name.as_str(), declared_type(v)?)))
+        .collect();
+    // The declared shapes as types, for the ops that take an output's size
+    // from its declaration (the element type is the op's own).
+    let declared_ty: std::collections::HashMap<&str, TensorType> = declared
+        .iter()
+        .map(|(k, (d, s))| (*k, TensorType::new(d.unwrap_or(DType::F32), s.clone())))
         .collect();
     // Unit dimensions are not compared: the peer's kernel tests declare
     // scalar results (a mean loss, a full reduction) as `[1]`.
-    let squeeze =
-        |t: &TensorType| -> Vec<usize> { t.shape.iter().copied().filter(|&d| d != 1).collect() };
+    let squeeze = |s: &[usize]| -> Vec<usize> { s.iter().copied().filter(|&d| d != 1).collect() };
     let check_declared = |out: &str, ty: &TensorType| -> std::result::Result<(), String> {
         match declared.get(out) {
-            Some(d) if d.dtype != ty.dtype || squeeze(d) != squeeze(ty) => Err(format!(
-                "output `{out}`: the graph declares {d}, the op's inputs give {ty}"
-            )),
+            Some((d, s))
+                if d.is_some_and(|d| d != ty.dtype) || squeeze(s) != squeeze(&ty.shape) =>
+            {
+                let what = match d {
+                    Some(d) => TensorType::new(*d, s.clone()).to_string(),
+                    None => format!("shape {s:?} (element type undefined)"),
+                };
+                Err(format!(
+                    "output `{out}`: the graph declares {what}, the op's inputs give {ty}"
+                ))
+            }
             _ => Ok(()),
         }
     };
 
-    for (index, np) in gp.node.iter().enumerate() {
-        let name = if np.name.is_empty() {
-            format!("{}_{index}", np.op_type)
-        } else {
-            np.name.clone()
-        };
+    for index in topo_order(&gp.node).map_err(gerr)? {
+        let np = &gp.node[index];
+        let name = node_name(np, index);
         let nerr = |msg: String| Error::Node {
             node: name.clone(),
             op_type: np.op_type.clone(),
@@ -326,7 +344,7 @@ pub fn import_into(
             continue;
         }
         let parse = reg
-            .get(&np.domain, &np.op_type)
+            .lookup(&np.domain, &np.op_type)
             .ok_or_else(|| Error::UnknownOp {
                 node: name.clone(),
                 domain: if np.domain.is_empty() {
@@ -371,8 +389,13 @@ pub fn import_into(
                 })
             })
             .collect();
+        let declared_out: Vec<Option<&TensorType>> = np
+            .output
+            .iter()
+            .map(|o| declared_ty.get(o.as_str()))
+            .collect();
         let types = op
-            .infer(&infer_in, np.output.len())
+            .infer_declared(&infer_in, np.output.len(), &declared_out)
             .map_err(|e| nerr(e.0))?;
         if let Some(values) = fold(g, &*op, &ins, &types, np.output.len()).map_err(nerr)? {
             for (o, v) in np.output.iter().zip(values) {
@@ -434,6 +457,110 @@ pub fn import_into(
         outputs.push(id);
     }
     Ok(outputs)
+}
+
+/// A node's name for messages: its own, else `<op_type>_<position>`.
+fn node_name(np: &proto::NodeProto, index: usize) -> String {
+    if np.name.is_empty() {
+        format!("{}_{index}", np.op_type)
+    } else {
+        np.name.clone()
+    }
+}
+
+/// The order to import nodes in: a stable topological sort. The peer's
+/// rewriter appends the nodes it fuses or inserts (Gemms built from
+/// MatMul+Add, Reshapes around a Softmax) at the end of the node list, after
+/// their consumers. Among the nodes whose inputs are all defined, the one
+/// earliest in the file goes first, so a list that is already topological
+/// keeps its order exactly. A tensor no node produces is left for the import
+/// loop to report (graph input, initializer, or missing). Nodes on a cycle
+/// are an error that names them and the tensors that close it.
+fn topo_order(nodes: &[proto::NodeProto]) -> Result<Vec<usize>, String> {
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, HashMap};
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, np) in nodes.iter().enumerate() {
+        for o in np.output.iter().filter(|o| !o.is_empty()) {
+            producer.entry(o.as_str()).or_insert(i);
+        }
+    }
+    // deps[i]: producers of node i's inputs, one entry per distinct producer.
+    let deps: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|np| {
+            let mut d: Vec<usize> = np
+                .input
+                .iter()
+                .filter_map(|t| producer.get(t.as_str()).copied())
+                .collect();
+            d.sort_unstable();
+            d.dedup();
+            d
+        })
+        .collect();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut waiting: Vec<usize> = deps.iter().map(|d| d.len()).collect();
+    for (i, d) in deps.iter().enumerate() {
+        for &p in d {
+            users[p].push(i);
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..nodes.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(Reverse(u));
+            }
+        }
+    }
+    if order.len() == nodes.len() {
+        return Ok(order);
+    }
+    // Every node left waits on another node left: walk back along waiting
+    // dependencies from the earliest one until a node repeats.
+    let mut path = vec![(0..nodes.len()).find(|&i| waiting[i] > 0).unwrap()];
+    loop {
+        let cur = *path.last().unwrap();
+        let next = deps[cur]
+            .iter()
+            .copied()
+            .find(|&p| waiting[p] > 0)
+            .expect("a waiting node waits on a waiting node");
+        if let Some(at) = path.iter().position(|&p| p == next) {
+            // path[at..] read backwards is the cycle in data-flow order.
+            // Start it at its earliest node in the file, for a stable message.
+            let mut cyc: Vec<usize> = path[at..].to_vec();
+            cyc.reverse();
+            let first = (0..cyc.len()).min_by_key(|&k| cyc[k]).unwrap();
+            cyc.rotate_left(first);
+            let mut steps = Vec::new();
+            for (k, &n) in cyc.iter().enumerate() {
+                let to = cyc[(k + 1) % cyc.len()];
+                let via = nodes[n]
+                    .output
+                    .iter()
+                    .find(|o| !o.is_empty() && nodes[to].input.contains(o))
+                    .map(String::as_str)
+                    .unwrap_or("?");
+                steps.push(format!("`{}` --{via}-->", node_name(&nodes[n], n)));
+            }
+            steps.push(format!("`{}`", node_name(&nodes[cyc[0]], cyc[0])));
+            let stuck = nodes.len() - order.len();
+            return Err(format!(
+                "the nodes form a cycle: {} ({stuck} node{} cannot be ordered)",
+                steps.join(" "),
+                if stuck == 1 { "" } else { "s" }
+            ));
+        }
+        path.push(next);
+    }
 }
 
 /// Import a single model as a stand-alone graph.

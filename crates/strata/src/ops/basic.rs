@@ -2,7 +2,7 @@
 
 use super::util::{grad_pair_emit, grad_pair_eval, grad_pair_type, norm_axis};
 use super::{arg, boxed, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -71,30 +71,62 @@ pub struct Gemm {
     pub trans_b: bool,
 }
 
-/// Sizes and C strides of one Gemm.
+/// Sizes and strides of one (batched) Gemm.
 struct GemmDims {
     m: usize,
     n: usize,
     k: usize,
-    /// Row/column strides of the bias C broadcast to [M, N]; None without bias.
+    /// Batch dims of the output and, per batch dim, the element strides of
+    /// A's, B's and C's matrices (0 where the operand broadcasts).
+    batch: Vec<usize>,
+    sa: Vec<usize>,
+    sb: Vec<usize>,
+    sc: Vec<usize>,
+    /// Row/column strides of the bias C within one [M, N] matrix; None without bias.
     c: Option<(usize, usize)>,
 }
 
+impl GemmDims {
+    fn out_shape(&self) -> Vec<usize> {
+        let mut s = self.batch.clone();
+        s.extend([self.m, self.n]);
+        s
+    }
+    /// Matrix offsets of A, B and C for flat batch index `bi`.
+    fn offsets(&self, bi: usize) -> (usize, usize, usize) {
+        let (mut oa, mut ob, mut oc, mut rem) = (0, 0, 0, bi);
+        for d in (0..self.batch.len()).rev() {
+            let i = rem % self.batch[d];
+            rem /= self.batch[d];
+            oa += i * self.sa[d];
+            ob += i * self.sb[d];
+            oc += i * self.sc[d];
+        }
+        (oa, ob, oc)
+    }
+}
+
 impl Gemm {
+    /// ONNX Gemm is 2-D; the peer's graphs also use it batched: A and B of
+    /// rank 2 to 4 whose leading dims are batch dims (numpy broadcast, a 2-D
+    /// operand shared by every batch), transA/transB on the last two dims,
+    /// and a bias C that broadcasts to the output [batch..., M, N] (in the
+    /// peer's graphs [N] or [M, N], shared over rows and batch).
     fn dims(&self, a: &[usize], b: &[usize], c: Option<&[usize]>) -> Result<GemmDims, OpError> {
         ensure!(
-            a.len() == 2 && b.len() == 2,
-            "Gemm needs 2-D A and B, found {a:?} and {b:?}"
+            (2..=4).contains(&a.len()) && (2..=4).contains(&b.len()),
+            "Gemm needs A and B of rank 2 to 4, found {a:?} and {b:?}"
         );
+        let (ar, br) = (a.len(), b.len());
         let (m, ka) = if self.trans_a {
-            (a[1], a[0])
+            (a[ar - 1], a[ar - 2])
         } else {
-            (a[0], a[1])
+            (a[ar - 2], a[ar - 1])
         };
         let (kb, n) = if self.trans_b {
-            (b[1], b[0])
+            (b[br - 1], b[br - 2])
         } else {
-            (b[0], b[1])
+            (b[br - 2], b[br - 1])
         };
         ensure!(
             ka == kb,
@@ -102,26 +134,48 @@ impl Gemm {
             self.trans_a as u8,
             self.trans_b as u8
         );
-        let c = match c {
-            None => None,
-            Some(cs) => {
-                let (rows, cols) = match cs.len() {
-                    0 => (1, 1),
-                    1 => (1, cs[0]),
-                    2 => (cs[0], cs[1]),
-                    _ => return Err(op_err!("Gemm bias C must have rank <= 2, found {cs:?}")),
-                };
-                ensure!(
-                    (rows == 1 || rows == m) && (cols == 1 || cols == n),
-                    "Gemm bias C {cs:?} does not broadcast to [{m}, {n}]"
-                );
-                Some((
-                    if rows == 1 { 0 } else { cols },
-                    if cols == 1 { 0 } else { 1 },
-                ))
-            }
+        let (batch, sa, sb) = super::transformer::batch_broadcast(
+            &a[..ar - 2],
+            &b[..br - 2],
+            m * ka,
+            ka * n,
+            "Gemm",
+        )?;
+        let mut d = GemmDims {
+            m,
+            n,
+            k: ka,
+            sc: vec![0; batch.len()],
+            batch,
+            sa,
+            sb,
+            c: None,
         };
-        Ok(GemmDims { m, n, k: ka, c })
+        if let Some(cs) = c {
+            let out = d.out_shape();
+            let bad = || op_err!("Gemm bias C {cs:?} does not broadcast to the output {out:?}");
+            if cs.len() > out.len() {
+                return Err(bad());
+            }
+            let padded: Vec<usize> = std::iter::repeat_n(1, out.len() - cs.len())
+                .chain(cs.iter().copied())
+                .collect();
+            if padded.iter().zip(&out).any(|(&c, &o)| c != 1 && c != o) {
+                return Err(bad());
+            }
+            let st = super::util::broadcast_strides(&padded, &out);
+            let nb = d.batch.len();
+            d.sc = st[..nb].to_vec();
+            d.c = Some((st[nb], st[nb + 1]));
+        }
+        Ok(d)
+    }
+
+    /// Element strides of A along (M, K) and of B along (K, N).
+    fn mat_strides(&self, d: &GemmDims) -> (usize, usize, usize, usize) {
+        let (sam, sak) = if self.trans_a { (1, d.m) } else { (d.k, 1) };
+        let (sbk, sbn) = if self.trans_b { (1, d.k) } else { (d.n, 1) };
+        (sam, sak, sbk, sbn)
     }
 }
 
@@ -129,13 +183,12 @@ impl Op for Gemm {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
         let a = f32_input(inputs, 0)?;
         let b = f32_input(inputs, 1)?;
-        let c = inputs
-            .get(2)
-            .copied()
-            .flatten()
-            .map(|c| c.ty.shape.as_slice());
+        let c = match inputs.get(2).copied().flatten() {
+            Some(c) => Some(f32_input(inputs, 2).map(|_| c.ty.shape.as_slice())?),
+            None => None,
+        };
         let d = self.dims(&a.shape, &b.shape, c)?;
-        Ok(vec![TensorType::f32(vec![d.m, d.n])])
+        Ok(vec![TensorType::f32(d.out_shape())])
     }
 
     fn eval(
@@ -147,24 +200,30 @@ impl Op for Gemm {
         let b = arg(inputs, 1)?;
         let c = inputs.get(2).copied().flatten();
         let d = self.dims(&a.shape, &b.shape, c.map(|c| c.shape.as_slice()))?;
-        let (av, bv) = (a.as_f32(), b.as_f32());
-        let (sam, sak) = if self.trans_a { (1, d.m) } else { (d.k, 1) };
-        let (sbk, sbn) = if self.trans_b { (1, d.k) } else { (d.n, 1) };
-        let mut y = vec![0f32; d.m * d.n];
-        for i in 0..d.m {
-            for j in 0..d.n {
-                let mut acc = 0f32;
-                for p in 0..d.k {
-                    acc += av[i * sam + p * sak] * bv[p * sbk + j * sbn];
+        let (sam, sak, sbk, sbn) = self.mat_strides(&d);
+        let nb: usize = d.batch.iter().product();
+        Ok(vec![crate::by_real!(inputs, R => {
+            let (av, bv) = (a.as_real::<R>(), b.as_real::<R>());
+            let (alpha, beta) = (R::from_f32(self.alpha), R::from_f32(self.beta));
+            let mut y = vec![R::ZERO; nb * d.m * d.n];
+            for bi in 0..nb {
+                let (oa, ob, oc) = d.offsets(bi);
+                for i in 0..d.m {
+                    for j in 0..d.n {
+                        let mut acc = R::ZERO;
+                        for p in 0..d.k {
+                            acc += av[oa + i * sam + p * sak] * bv[ob + p * sbk + j * sbn];
+                        }
+                        let mut v = alpha * acc;
+                        if let (Some(c), Some((cr, cc))) = (c, d.c) {
+                            v += beta * c.as_real::<R>()[oc + i * cr + j * cc];
+                        }
+                        y[(bi * d.m + i) * d.n + j] = v;
+                    }
                 }
-                let mut v = self.alpha * acc;
-                if let (Some(c), Some((cr, cc))) = (c, d.c) {
-                    v += self.beta * c.as_f32()[i * cr + j * cc];
-                }
-                y[i * d.n + j] = v;
             }
-        }
-        Ok(vec![Tensor::f32(vec![d.m, d.n], y)])
+            Tensor::real::<R>(d.out_shape(), y)
+        })])
     }
 
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
@@ -176,10 +235,10 @@ impl Op for Gemm {
             &b.ty.shape,
             c.as_ref().map(|c| c.ty.shape.as_slice()),
         )?;
-        let (sam, sak) = if self.trans_a { (1, d.m) } else { (d.k, 1) };
-        let (sbk, sbn) = if self.trans_b { (1, d.k) } else { (d.n, 1) };
+        let (sam, sak, sbk, sbn) = self.mat_strides(&d);
         let (cr, cc) = d.c.unwrap_or((0, 0));
         let y = cx.output(0)?.expr.clone();
+        let pad = super::util::pad8;
         cx.kernel(
             "st_gemm",
             &[
@@ -198,6 +257,11 @@ impl Op for Gemm {
                 ("scn", cc.to_string()),
                 ("alpha", super::c_float(self.alpha)),
                 ("beta", super::c_float(self.beta)),
+                ("nbd", d.batch.len().to_string()),
+                ("bdims", pad(&d.batch, 1)),
+                ("sa", pad(&d.sa, 0)),
+                ("sb", pad(&d.sb, 0)),
+                ("sc", pad(&d.sc, 0)),
             ],
         );
         Ok(())
@@ -219,12 +283,14 @@ impl Op for Relu {
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
         let x = arg(inputs, 0)?;
-        let y = x
-            .as_f32()
-            .iter()
-            .map(|&v| if v > 0.0 { v } else { 0.0 })
-            .collect();
-        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+        Ok(vec![crate::by_real!(inputs, R => {
+            let y = x
+                .as_real::<R>()
+                .iter()
+                .map(|&v| if v > R::ZERO { v } else { R::ZERO })
+                .collect();
+            Tensor::real::<R>(x.shape.clone(), y)
+        })])
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -249,7 +315,7 @@ impl Op for ReluGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        grad_pair_eval(inputs, |g, x| if x > 0.0 { g } else { 0.0 })
+        crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |g, x| if x > R::ZERO { g } else { R::ZERO }))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         grad_pair_emit(cx, "st_relu_grad", "x", &[])
@@ -546,21 +612,24 @@ impl Op for Reduce {
     ) -> Result<Vec<Tensor>, OpError> {
         let x = arg(inputs, 0)?;
         let p = self.plan_of(&x.ty(), inputs.get(1).copied().flatten())?;
-        let xv = x.as_f32();
         let n_out: usize = p.kept_dims.iter().product();
-        let count = p.red_count() as f32;
-        let y = (0..n_out)
-            .map(|o| {
-                let mut acc = 0f32;
-                p.for_each(o, |off| acc += xv[off]);
-                if self.kind == ReduceKind::Mean {
-                    acc / count
-                } else {
-                    acc
-                }
-            })
-            .collect();
-        Ok(vec![Tensor::f32(p.out_shape.clone(), y)])
+        Ok(vec![crate::by_real!(inputs, R => {
+            let xv = x.as_real::<R>();
+            let count = R::from_usize(p.red_count());
+            let y = (0..n_out)
+                .map(|o| {
+                    let mut sum = super::util::Psum::new();
+                    p.for_each(o, |off| sum.add(xv[off]));
+                    let acc = sum.total();
+                    if self.kind == ReduceKind::Mean {
+                        acc / count
+                    } else {
+                        acc
+                    }
+                })
+                .collect();
+            Tensor::real::<R>(p.out_shape.clone(), y)
+        })])
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();

@@ -8,8 +8,9 @@
 //! kernels split outputs over cores with no reductions across cores, and the
 //! reference kernels below repeat their loops and f32 accumulation order.
 
+use super::util::Psum;
 use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -321,16 +322,16 @@ fn conv_geom(win: &Window, group: usize, xs: &[usize], ws: &[usize]) -> Result<G
 // ---------------------------------------------------------------- reference kernels
 
 /// Y = conv(X, W) + B, the loops of `st_conv`.
-pub fn conv_fwd(g: &Geom, x: &[f32], w: &[f32], b: Option<&[f32]>) -> Vec<f32> {
+pub fn conv_fwd<R: Real>(g: &Geom, x: &[R], w: &[R], b: Option<&[R]>) -> Vec<R> {
     let (cig, cog) = (g.cig(), g.cog());
     let (pt, pl) = (g.pt as isize, g.pl as isize);
-    let mut y = vec![0f32; g.n * g.cout * g.oh * g.ow];
+    let mut y = vec![R::ZERO; g.n * g.cout * g.oh * g.ow];
     for n in 0..g.n {
         for co in 0..g.cout {
             let c0 = (co / cog) * cig;
             for oy in 0..g.oh {
                 for ox in 0..g.ow {
-                    let mut acc = 0f32;
+                    let mut acc = R::ZERO;
                     for ci in 0..cig {
                         let xp = &x[(n * g.cin + c0 + ci) * g.h * g.w..];
                         let wp = &w[(co * cig + ci) * g.kh * g.kw..];
@@ -371,15 +372,15 @@ pub fn tap_out(i: usize, p: usize, k: usize, s: usize, o: usize) -> Option<usize
 }
 
 /// dX from dY and W, the loops of `st_conv_grad_x`.
-pub fn conv_grad_x(g: &Geom, dy: &[f32], w: &[f32]) -> Vec<f32> {
+pub fn conv_grad_x<R: Real>(g: &Geom, dy: &[R], w: &[R]) -> Vec<R> {
     let (cig, cog) = (g.cig(), g.cog());
-    let mut dx = vec![0f32; g.n * g.cin * g.h * g.w];
+    let mut dx = vec![R::ZERO; g.n * g.cin * g.h * g.w];
     for n in 0..g.n {
         for c in 0..g.cin {
             let (gi, ci) = (c / cig, c % cig);
             for iy in 0..g.h {
                 for ix in 0..g.w {
-                    let mut acc = 0f32;
+                    let mut acc = R::ZERO;
                     for j in 0..cog {
                         let co = gi * cog + j;
                         let dyp = &dy[(n * g.cout + co) * g.oh * g.ow..];
@@ -405,16 +406,16 @@ pub fn conv_grad_x(g: &Geom, dy: &[f32], w: &[f32]) -> Vec<f32> {
 }
 
 /// dW from dY and X, the loops of `st_conv_grad_w`.
-pub fn conv_grad_w(g: &Geom, dy: &[f32], x: &[f32]) -> Vec<f32> {
+pub fn conv_grad_w<R: Real>(g: &Geom, dy: &[R], x: &[R]) -> Vec<R> {
     let (cig, cog) = (g.cig(), g.cog());
     let (pt, pl) = (g.pt as isize, g.pl as isize);
-    let mut dw = vec![0f32; g.cout * cig * g.kh * g.kw];
+    let mut dw = vec![R::ZERO; g.cout * cig * g.kh * g.kw];
     for co in 0..g.cout {
         for ci in 0..cig {
             let c = (co / cog) * cig + ci;
             for ky in 0..g.kh {
                 for kx in 0..g.kw {
-                    let mut acc = 0f32;
+                    let mut acc = Psum::new();
                     for n in 0..g.n {
                         let dyp = &dy[(n * g.cout + co) * g.oh * g.ow..];
                         let xp = &x[(n * g.cin + c) * g.h * g.w..];
@@ -428,11 +429,11 @@ pub fn conv_grad_w(g: &Geom, dy: &[f32], x: &[f32]) -> Vec<f32> {
                                 if ix < 0 || ix >= g.w as isize {
                                     continue;
                                 }
-                                acc += dyp[oy * g.ow + ox] * xp[iy as usize * g.w + ix as usize];
+                                acc.add(dyp[oy * g.ow + ox] * xp[iy as usize * g.w + ix as usize]);
                             }
                         }
                     }
-                    dw[((co * cig + ci) * g.kh + ky) * g.kw + kx] = acc;
+                    dw[((co * cig + ci) * g.kh + ky) * g.kw + kx] = acc.total();
                 }
             }
         }
@@ -441,17 +442,17 @@ pub fn conv_grad_w(g: &Geom, dy: &[f32], x: &[f32]) -> Vec<f32> {
 }
 
 /// dB from dY, the loops of `st_conv_grad_b`.
-pub fn conv_grad_b(g: &Geom, dy: &[f32]) -> Vec<f32> {
+pub fn conv_grad_b<R: Real>(g: &Geom, dy: &[R]) -> Vec<R> {
     let plane = g.oh * g.ow;
     (0..g.cout)
         .map(|co| {
-            let mut acc = 0f32;
+            let mut acc = Psum::new();
             for n in 0..g.n {
                 for v in &dy[(n * g.cout + co) * plane..][..plane] {
-                    acc += v;
+                    acc.add(*v);
                 }
             }
-            acc
+            acc.total()
         })
         .collect()
 }
@@ -484,12 +485,14 @@ impl Op for Conv {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let w = arg(inputs, 1)?;
-        let b = inputs.get(2).copied().flatten();
-        let g = conv_geom(&self.win, self.group, &x.shape, &w.shape)?;
-        let y = conv_fwd(&g, x.as_f32(), w.as_f32(), b.map(|b| b.as_f32()));
-        Ok(vec![Tensor::f32(g.y_shape(), y)])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let w = arg(inputs, 1)?;
+            let b = inputs.get(2).copied().flatten();
+            let g = conv_geom(&self.win, self.group, &x.shape, &w.shape)?;
+            let y = conv_fwd(&g, x.as_real::<R>(), w.as_real::<R>(), b.map(|b| b.as_real::<R>()));
+            Ok(vec![Tensor::real::<R>(g.y_shape(), y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -535,8 +538,9 @@ enum Wrt {
 }
 
 impl ConvGrad {
-    /// The geometry from the input shapes (dY first, then X and/or W).
-    fn geom(&self, shapes: &[Option<&[usize]>]) -> Result<Geom, OpError> {
+    /// The geometry from the input shapes (dY first, then X and/or W) and,
+    /// for ConvGradX, dX's shape when the graph declares it.
+    fn geom(&self, shapes: &[Option<&[usize]>], dx: Option<&[usize]>) -> Result<Geom, OpError> {
         let get = |i: usize| {
             shapes
                 .get(i)
@@ -553,8 +557,22 @@ impl ConvGrad {
                 let ws = get(1)?;
                 let k = w_kernel(ws, nsp)?;
                 let w = self.win.resolve(nsp, Some(k))?;
-                let h = in_extent(dy[2], w.k.0, w.s.0, w.p.0, w.p.2)?;
-                let wd = in_extent(dy[3], w.k.1, w.s.1, w.p.1, w.p.3)?;
+                let (h, wd) = match dx.filter(|d| d.len() == dys.len()) {
+                    Some(d) => {
+                        let d = nchw(d, "dX")?;
+                        let g = geom(nsp, d, ws[0], w, self.group)?;
+                        ensure!(
+                            g.y_shape() == dys,
+                            "the declared dX {:?} does not give dY {dys:?} under this window",
+                            g.x_shape()
+                        );
+                        (d[2], d[3])
+                    }
+                    None => (
+                        in_extent(dy[2], w.k.0, w.s.0, w.p.0, w.p.2)?,
+                        in_extent(dy[3], w.k.1, w.s.1, w.p.1, w.p.3)?,
+                    ),
+                };
                 ensure!(
                     ws[0] % self.group == 0,
                     "group {} does not divide the {} output channels",
@@ -619,12 +637,24 @@ impl Op for ConvGrad {
         inputs: &[Option<OpInput<'_>>],
         n_outputs: usize,
     ) -> Result<Vec<TensorType>, OpError> {
+        self.infer_declared(inputs, n_outputs, &[])
+    }
+    fn infer_declared(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+        declared: &[Option<&TensorType>],
+    ) -> Result<Vec<TensorType>, OpError> {
         let n_in = if self.kind == GradKind::Full { 3 } else { 2 };
         let mut shapes = Vec::new();
         for i in 0..n_in {
             shapes.push(Some(f32_ty(inputs, i)?.shape.as_slice()));
         }
-        let g = self.geom(&shapes)?;
+        let dx = (self.kind == GradKind::X)
+            .then(|| declared.first().copied().flatten())
+            .flatten()
+            .map(|t| t.shape.as_slice());
+        let g = self.geom(&shapes, dx)?;
         (0..n_outputs.max(1))
             .map(|k| match self.wrt(k) {
                 Some(Wrt::X) => Ok(TensorType::f32(g.x_shape())),
@@ -639,33 +669,40 @@ impl Op for ConvGrad {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let shapes: Vec<Option<&[usize]>> = inputs
-            .iter()
-            .map(|t| t.map(|t| t.shape.as_slice()))
-            .collect();
-        let g = self.geom(&shapes)?;
-        let dy = arg(inputs, 0)?.as_f32();
-        let (xi, wi) = self.x_w_inputs();
-        let mut out = Vec::new();
-        for (k, want) in outputs.iter().enumerate() {
-            if want.is_none() {
-                out.push(Tensor::absent());
-                continue;
+        crate::by_real!(inputs, R => {
+            let shapes: Vec<Option<&[usize]>> = inputs
+                .iter()
+                .map(|t| t.map(|t| t.shape.as_slice()))
+                .collect();
+            let dx = outputs
+                .first()
+                .copied()
+                .flatten()
+                .map(|t| t.shape.as_slice());
+            let g = self.geom(&shapes, dx)?;
+            let dy = arg(inputs, 0)?.as_real::<R>();
+            let (xi, wi) = self.x_w_inputs();
+            let mut out = Vec::new();
+            for (k, want) in outputs.iter().enumerate() {
+                if want.is_none() {
+                    out.push(Tensor::absent());
+                    continue;
+                }
+                out.push(match self.wrt(k) {
+                    Some(Wrt::X) => {
+                        let w = arg(inputs, wi.unwrap())?.as_real::<R>();
+                        Tensor::real::<R>(g.x_shape(), conv_grad_x(&g, dy, w))
+                    }
+                    Some(Wrt::W) => {
+                        let x = arg(inputs, xi.unwrap())?.as_real::<R>();
+                        Tensor::real::<R>(g.w_shape(), conv_grad_w(&g, dy, x))
+                    }
+                    Some(Wrt::B) => Tensor::real::<R>(vec![g.cout], conv_grad_b(&g, dy)),
+                    None => return Err(op_err!("has no output {k}")),
+                });
             }
-            out.push(match self.wrt(k) {
-                Some(Wrt::X) => {
-                    let w = arg(inputs, wi.unwrap())?.as_f32();
-                    Tensor::f32(g.x_shape(), conv_grad_x(&g, dy, w))
-                }
-                Some(Wrt::W) => {
-                    let x = arg(inputs, xi.unwrap())?.as_f32();
-                    Tensor::f32(g.w_shape(), conv_grad_w(&g, dy, x))
-                }
-                Some(Wrt::B) => Tensor::f32(vec![g.cout], conv_grad_b(&g, dy)),
-                None => return Err(op_err!("has no output {k}")),
-            });
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let shapes: Vec<Option<Vec<usize>>> = cx
@@ -674,7 +711,8 @@ impl Op for ConvGrad {
             .map(|o| o.as_ref().map(|o| o.ty.shape.clone()))
             .collect();
         let shapes: Vec<Option<&[usize]>> = shapes.iter().map(|s| s.as_deref()).collect();
-        let g = self.geom(&shapes)?;
+        let dx = cx.opt_output(0).map(|o| o.ty.shape.clone());
+        let g = self.geom(&shapes, dx.as_deref())?;
         let dy = cx.input(0)?.expr.clone();
         let (xi, wi) = self.x_w_inputs();
         for k in 0..cx.outputs.len() {

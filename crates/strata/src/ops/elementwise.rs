@@ -13,6 +13,7 @@ use super::util::{
     broadcast_shape, broadcast_strides, c_array, grad_pair_emit, grad_pair_eval, grad_pair_type,
 };
 use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use crate::tensor::Real;
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -66,8 +67,8 @@ impl BinKind {
             BinKind::Pow => "Pow",
         }
     }
-    /// The f32 operation, as `st_binary` computes it.
-    pub fn apply(self, a: f32, b: f32) -> f32 {
+    /// The operation, as `st_binary` computes it (in f32; f64 for the oracle).
+    pub fn apply<R: Real>(self, a: R, b: R) -> R {
         match self {
             BinKind::Add => a + b,
             BinKind::Sub => a - b,
@@ -150,6 +151,12 @@ impl Op for Binary {
                 let mut y = Vec::with_capacity(n);
                 for_each_offset(&out, &sa, &sb, |i, j| y.push(self.0.apply(av[i], bv[j])));
                 Data::F32(y)
+            }
+            (Data::F64(_), _) | (_, Data::F64(_)) => {
+                let (av, bv) = (a.to_f64(), b.to_f64());
+                let mut y = Vec::with_capacity(n);
+                for_each_offset(&out, &sa, &sb, |i, j| y.push(self.0.apply(av[i], bv[j])));
+                Data::F64(y)
             }
             (Data::I64(av), Data::I64(bv)) => {
                 let mut y = Vec::with_capacity(n);
@@ -265,29 +272,29 @@ impl UnKind {
             _ => 0.0,
         }
     }
-    /// The f32 operation, as `st_unary` computes it (the same libm
+    /// The operation, as `st_unary` computes it (the same libm
     /// functions on the host; `Sign` keeps NaN).
-    pub fn apply(self, x: f32) -> f32 {
+    pub fn apply<R: Real>(self, x: R) -> R {
         match self {
             UnKind::Sqrt => x.sqrt(),
             UnKind::Abs => x.abs(),
             UnKind::Neg => -x,
             UnKind::Sign => {
-                if x > 0.0 {
-                    1.0
-                } else if x < 0.0 {
-                    -1.0
+                if x > R::ZERO {
+                    R::ONE
+                } else if x < R::ZERO {
+                    -R::ONE
                 } else {
                     x
                 }
             }
             UnKind::Exp => x.exp(),
             UnKind::Log => x.ln(),
-            UnKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnKind::Sigmoid => R::ONE / (R::ONE + (-x).exp()),
             UnKind::Tanh => x.tanh(),
             UnKind::LeakyRelu(a) => {
-                if x < 0.0 {
-                    a * x
+                if x < R::ZERO {
+                    R::from_f32(a) * x
                 } else {
                     x
                 }
@@ -316,8 +323,10 @@ impl Op for Unary {
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
         let x = arg(inputs, 0)?;
-        let y = x.as_f32().iter().map(|&v| self.0.apply(v)).collect();
-        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+        Ok(vec![crate::by_real!(inputs, R => {
+            let y = x.as_real::<R>().iter().map(|&v| self.0.apply(v)).collect();
+            Tensor::real::<R>(x.shape.clone(), y)
+        })])
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -363,15 +372,15 @@ impl ActGrad {
             ActGrad::LeakyRelu(a) => (2, a),
         }
     }
-    pub fn apply(self, dy: f32, y: f32) -> f32 {
+    pub fn apply<R: Real>(self, dy: R, y: R) -> R {
         match self {
-            ActGrad::Sigmoid => dy * y * (1.0 - y),
-            ActGrad::Tanh => dy * (1.0 - y * y),
+            ActGrad::Sigmoid => dy * y * (R::ONE - y),
+            ActGrad::Tanh => dy * (R::ONE - y * y),
             ActGrad::LeakyRelu(a) => {
-                if y > 0.0 {
+                if y > R::ZERO {
                     dy
                 } else {
-                    a * dy
+                    R::from_f32(a) * dy
                 }
             }
         }
@@ -387,7 +396,7 @@ impl Op for ActGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        grad_pair_eval(inputs, |d, y| self.apply(d, y))
+        crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |d, y| self.apply(d, y)))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let (op, alpha) = self.code();

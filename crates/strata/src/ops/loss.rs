@@ -2,7 +2,7 @@
 //! Onnx4Deeploy gradient spellings) and the fused mean-squared error.
 
 use super::{arg, boxed, c_float, req, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -99,24 +99,24 @@ impl Sce {
     }
 
     /// Per-row weight (0 for ignored rows) and the mean's denominator.
-    fn row_weights(
+    fn row_weights<R: Real>(
         &self,
         labels: &[i64],
         c: usize,
-        weight: Option<&[f32]>,
-    ) -> Result<(Vec<f32>, f32), OpError> {
+        weight: Option<&[R]>,
+    ) -> Result<(Vec<R>, R), OpError> {
         let mut w = Vec::with_capacity(labels.len());
-        let mut total = 0f32;
+        let mut total = R::ZERO;
         for &l in labels {
             if Some(l) == self.ignore_index {
-                w.push(0.0);
+                w.push(R::ZERO);
                 continue;
             }
             ensure!(
                 l >= 0 && (l as usize) < c,
                 "label {l} out of range for {c} classes"
             );
-            let wi = weight.map(|w| w[l as usize]).unwrap_or(1.0);
+            let wi = weight.map(|w| w[l as usize]).unwrap_or(R::ONE);
             total += wi;
             w.push(wi);
         }
@@ -125,14 +125,14 @@ impl Sce {
 }
 
 /// log-softmax of one row, in the order the C kernel uses.
-fn log_softmax_row(x: &[f32], out: &mut [f32]) {
+fn log_softmax_row<R: Real>(x: &[R], out: &mut [R]) {
     let mut m = x[0];
     for &v in &x[1..] {
         if v > m {
             m = v;
         }
     }
-    let mut s = 0f32;
+    let mut s = R::ZERO;
     for &v in x {
         s += (v - m).exp();
     }
@@ -162,43 +162,42 @@ impl Op for Sce {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let s = arg(inputs, 0)?;
-        let labels = arg(inputs, 1)?.to_i64();
-        let weight = inputs.get(2).copied().flatten();
-        let (b, c) = self.check(
-            &s.ty(),
-            &arg(inputs, 1)?.ty(),
-            weight.map(|w| w.ty()).as_ref(),
-        )?;
-        let (w, total) = self.row_weights(&labels, c, weight.map(|w| w.as_f32()))?;
-        let mut logp = vec![0f32; b * c];
-        let sv = s.as_f32();
-        for i in 0..b {
-            log_softmax_row(&sv[i * c..(i + 1) * c], &mut logp[i * c..(i + 1) * c]);
-        }
-        let per: Vec<f32> = (0..b)
-            .map(|i| {
-                if w[i] == 0.0 {
-                    0.0
-                } else {
-                    -w[i] * logp[i * c + labels[i] as usize]
-                }
-            })
-            .collect();
-        let loss = match self.reduction {
-            Reduction::None => Tensor::f32(vec![b], per),
-            Reduction::Sum | Reduction::Mean => {
-                let mut acc = 0f32;
-                for v in &per {
-                    acc += v;
-                }
-                if self.reduction == Reduction::Mean {
-                    acc /= total;
-                }
-                Tensor::f32(vec![], vec![acc])
+        crate::by_real!(inputs, R => {
+            let s = arg(inputs, 0)?;
+            let labels = arg(inputs, 1)?.to_i64();
+            let weight = inputs.get(2).copied().flatten();
+            let (b, c) = self.check(
+                &s.ty(),
+                &arg(inputs, 1)?.ty(),
+                weight.map(|w| w.ty()).as_ref(),
+            )?;
+            let (w, total) = self.row_weights(&labels, c, weight.map(|w| w.as_real::<R>()))?;
+            let mut logp = vec![R::ZERO; b * c];
+            let sv = s.as_real::<R>();
+            for i in 0..b {
+                log_softmax_row(&sv[i * c..(i + 1) * c], &mut logp[i * c..(i + 1) * c]);
             }
-        };
-        Ok(vec![loss, Tensor::f32(vec![b, c], logp)])
+            let per: Vec<R> = (0..b)
+                .map(|i| {
+                    if w[i] == R::ZERO {
+                        R::ZERO
+                    } else {
+                        -w[i] * logp[i * c + labels[i] as usize]
+                    }
+                })
+                .collect();
+            let loss = match self.reduction {
+                Reduction::None => Tensor::real::<R>(vec![b], per),
+                Reduction::Sum | Reduction::Mean => {
+                    let mut acc = super::util::psum(per.iter().copied());
+                    if self.reduction == Reduction::Mean {
+                        acc /= total;
+                    }
+                    Tensor::real::<R>(vec![], vec![acc])
+                }
+            };
+            Ok(vec![loss, Tensor::real::<R>(vec![b, c], logp)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let s = cx.input(0)?.clone();
@@ -296,37 +295,39 @@ impl Op for SceGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let types: Vec<_> = inputs.iter().map(|i| i.map(|t| t.ty())).collect();
-        let refs: Vec<_> = types.iter().map(|t| t.as_ref()).collect();
-        let g = grad_args(&refs)?;
-        let logp = arg(inputs, g.logp)?;
-        let labels = arg(inputs, g.label)?.to_i64();
-        let (b, c) = (logp.shape[0], logp.shape[1]);
-        let weight = g.weight.map(|w| arg(inputs, w)).transpose()?;
-        let (w, total) = self.0.row_weights(&labels, c, weight.map(|w| w.as_f32()))?;
-        let dy =
-            g.dy.map(|d| arg(inputs, d))
-                .transpose()?
-                .map(|t| t.as_f32().to_vec());
-        let lp = logp.as_f32();
-        let mut out = vec![0f32; b * c];
-        for i in 0..b {
-            let d = match &dy {
-                Some(v) if self.0.reduction == Reduction::None => v[i],
-                Some(v) => v[0],
-                None => 1.0,
-            };
-            let scale = if self.0.reduction == Reduction::Mean {
-                d * w[i] / total
-            } else {
-                d * w[i]
-            };
-            for j in 0..c {
-                let onehot = if j as i64 == labels[i] { 1.0 } else { 0.0 };
-                out[i * c + j] = (lp[i * c + j].exp() - onehot) * scale;
+        crate::by_real!(inputs, R => {
+            let types: Vec<_> = inputs.iter().map(|i| i.map(|t| t.ty())).collect();
+            let refs: Vec<_> = types.iter().map(|t| t.as_ref()).collect();
+            let g = grad_args(&refs)?;
+            let logp = arg(inputs, g.logp)?;
+            let labels = arg(inputs, g.label)?.to_i64();
+            let (b, c) = (logp.shape[0], logp.shape[1]);
+            let weight = g.weight.map(|w| arg(inputs, w)).transpose()?;
+            let (w, total) = self.0.row_weights(&labels, c, weight.map(|w| w.as_real::<R>()))?;
+            let dy =
+                g.dy.map(|d| arg(inputs, d))
+                    .transpose()?
+                    .map(|t| t.as_real::<R>().to_vec());
+            let lp = logp.as_real::<R>();
+            let mut out = vec![R::ZERO; b * c];
+            for i in 0..b {
+                let d = match &dy {
+                    Some(v) if self.0.reduction == Reduction::None => v[i],
+                    Some(v) => v[0],
+                    None => 1.0,
+                };
+                let scale = if self.0.reduction == Reduction::Mean {
+                    d * w[i] / total
+                } else {
+                    d * w[i]
+                };
+                for j in 0..c {
+                    let onehot = if j as i64 == labels[i] { 1.0 } else { 0.0 };
+                    out[i * c + j] = (lp[i * c + j].exp() - onehot) * scale;
+                }
             }
-        }
-        Ok(vec![Tensor::f32(vec![b, c], out)])
+            Ok(vec![Tensor::real::<R>(vec![b, c], out)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let types: Vec<_> = cx
@@ -403,14 +404,12 @@ impl Op for Mse {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let p = arg(inputs, 0)?.as_f32();
-        let t = arg(inputs, 1)?.as_f32();
-        let mut acc = 0f32;
-        for (a, b) in p.iter().zip(t) {
-            let d = a - b;
-            acc += d * d;
-        }
-        Ok(vec![Tensor::f32(vec![], vec![acc / p.len() as f32])])
+        crate::by_real!(inputs, R => {
+            let p = arg(inputs, 0)?.as_real::<R>();
+            let t = arg(inputs, 1)?.as_real::<R>();
+            let acc = super::util::psum(p.iter().zip(t).map(|(&a, &b)| (a - b) * (a - b)));
+            Ok(vec![Tensor::real::<R>(vec![], vec![acc / R::from_usize(p.len())])])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let p = cx.input(0)?.clone();
@@ -438,16 +437,18 @@ impl Op for MseGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let p = arg(inputs, 0)?;
-        let t = arg(inputs, 1)?.as_f32();
-        let scale = 2.0 / p.numel() as f32;
-        let v = p
-            .as_f32()
-            .iter()
-            .zip(t)
-            .map(|(a, b)| (a - b) * scale)
-            .collect();
-        Ok(vec![Tensor::f32(p.shape.clone(), v)])
+        crate::by_real!(inputs, R => {
+            let p = arg(inputs, 0)?;
+            let t = arg(inputs, 1)?.as_real::<R>();
+            let scale = R::from_f32(2.0) / R::from_usize(p.numel());
+            let v = p
+                .as_real::<R>()
+                .iter()
+                .zip(t)
+                .map(|(&a, &b)| (a - b) * scale)
+                .collect();
+            Ok(vec![Tensor::real::<R>(p.shape.clone(), v)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let p = cx.input(0)?.clone();

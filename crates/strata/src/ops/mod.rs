@@ -8,9 +8,13 @@
 //! - `infer` gets every input's type and, when it is a compile-time constant,
 //!   its value (shape and axes inputs); it returns one type per output
 //!   position up to `n_outputs`.
-//! - `eval` is the reference kernel: plain f32 loops in a fixed accumulation
+//! - `eval` is the reference kernel: plain loops in a fixed accumulation
 //!   order that the C kernel repeats exactly, so the interpreter and the
-//!   compiled C agree to rounding. It returns one tensor per output position
+//!   compiled C agree to rounding. It is written once, generic over the
+//!   float type (`by_real!`, [`crate::tensor::Real`]): f32, operation for
+//!   operation what the C does, or f64 when its inputs are wide (the
+//!   oracle). Sums that feed statistics and gradients are pairwise
+//!   ([`util::Psum`], `st_psum`). It returns one tensor per output position
 //!   (`Tensor::absent()` where the output is not requested).
 //! - `emit` calls one or more runtime kernels through [`EmitCx::kernel`].
 //! - `aliases` names outputs that share storage with an input: views
@@ -57,6 +61,24 @@ macro_rules! op_err {
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $($t:tt)*) => { if !$cond { return Err($crate::op_err!($($t)*)); } };
+}
+
+/// Run a reference kernel body with `R` the float type it computes in: f64
+/// when any input is wide (the oracle), else f32. The body is written once
+/// and compiled for both.
+#[macro_export]
+macro_rules! by_real {
+    ($inputs:expr, $R:ident => $body:expr) => {
+        if $crate::tensor::any_wide($inputs) {
+            #[allow(dead_code)]
+            type $R = f64;
+            $body
+        } else {
+            #[allow(dead_code)]
+            type $R = f32;
+            $body
+        }
+    };
 }
 
 /// What a shape rule sees of one input.
@@ -112,6 +134,20 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
         inputs: &[Option<OpInput<'_>>],
         n_outputs: usize,
     ) -> Result<Vec<TensorType>, OpError>;
+    /// Output types given also what the graph declares for each output
+    /// (`None` where it declares nothing complete). Only ops whose outputs
+    /// the inputs do not determine use it: a strided ConvGradX's dX size,
+    /// which dY alone cannot say, comes from the declaration when it is one
+    /// of the sizes that give dY. `eval` and `emit` then see that size in
+    /// their output types.
+    fn infer_declared(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+        n_outputs: usize,
+        _declared: &[Option<&TensorType>],
+    ) -> Result<Vec<TensorType>, OpError> {
+        self.infer(inputs, n_outputs)
+    }
     /// Reference kernel. `outputs[i]` is `None` where output `i` is not requested.
     fn eval(
         &self,
@@ -162,11 +198,28 @@ impl<'a> Attrs<'a> {
     pub fn float_or(&self, name: &str, default: f32) -> f32 {
         self.get(name).map(|a| a.f).unwrap_or(default)
     }
+    /// A list attribute; a single INT where INTS is expected (the peer's
+    /// `Squeeze` axes, even at opset 13+) reads as a one-element list.
     pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
-        self.get(name).map(|a| a.ints.clone())
+        use crate::onnx::proto::attribute_proto::AttributeType;
+        self.get(name).map(|a| {
+            if a.ints.is_empty() && a.r#type == AttributeType::Int as i32 {
+                vec![a.i]
+            } else {
+                a.ints.clone()
+            }
+        })
     }
+    /// A list attribute; a single FLOAT reads as a one-element list.
     pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
-        self.get(name).map(|a| a.floats.clone())
+        use crate::onnx::proto::attribute_proto::AttributeType;
+        self.get(name).map(|a| {
+            if a.floats.is_empty() && a.r#type == AttributeType::Float as i32 {
+                vec![a.f]
+            } else {
+                a.floats.clone()
+            }
+        })
     }
     pub fn string(&self, name: &str) -> Option<String> {
         self.get(name)
@@ -243,10 +296,26 @@ impl Registry {
         }
     }
 
+    /// The op registered under (domain, op_type) exactly.
     pub fn get(&self, domain: &str, op_type: &str) -> Option<ParseFn> {
         self.map
             .get(&(canonical_domain(domain).to_string(), op_type.to_string()))
             .copied()
+    }
+
+    /// The op for a node: (domain, op_type) when registered, else the same
+    /// op_type in the other of the two domains the peer's tooling mixes
+    /// (the default domain and `com.microsoft`: its training graphs and
+    /// kernel tests spell ConvGrad, Gelu, LayerNormalizationGrad, MSELoss, ...
+    /// in one or the other with the same meaning). The domain is a hint,
+    /// never a reason to reject an op strata knows.
+    pub fn lookup(&self, domain: &str, op_type: &str) -> Option<ParseFn> {
+        let d = canonical_domain(domain);
+        self.get(d, op_type).or_else(|| match d {
+            "" => self.get(MS, op_type),
+            MS => self.get("", op_type),
+            _ => None,
+        })
     }
 
     /// (domain, op_type) pairs, sorted.

@@ -8,9 +8,10 @@
 //! mean and inverse standard deviation. Both C kernels split channels over
 //! cores; the reference kernels repeat their loops and f32 arithmetic.
 
+use super::util::Psum;
 use super::{arg, boxed, c_float, req, Alias, EmitCx, Op, OpError, OpInput, Registry, MS};
 use crate::ensure;
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 
 pub fn register_batchnorm(r: &mut Registry) {
     r.add(&[MS], "BatchNormInternal", |a| {
@@ -66,52 +67,51 @@ pub struct BatchNormTrain {
 }
 
 /// Results of the training-mode forward pass.
-pub struct BnOut {
-    pub y: Vec<f32>,
-    pub running_mean: Vec<f32>,
-    pub running_var: Vec<f32>,
-    pub mean: Vec<f32>,
-    pub inv_std: Vec<f32>,
+pub struct BnOut<R> {
+    pub y: Vec<R>,
+    pub running_mean: Vec<R>,
+    pub running_var: Vec<R>,
+    pub mean: Vec<R>,
+    pub inv_std: Vec<R>,
 }
 
 /// The loops of `st_bn_train`.
 #[allow(clippy::too_many_arguments)]
-pub fn bn_train(
-    x: &[f32],
-    scale: &[f32],
-    b: &[f32],
-    rm: &[f32],
-    rv: &[f32],
+pub fn bn_train<R: Real>(
+    x: &[R],
+    scale: &[R],
+    b: &[R],
+    rm: &[R],
+    rv: &[R],
     (n, c, sp): (usize, usize, usize),
-    eps: f32,
-    mom: f32,
-) -> BnOut {
-    let m = (n * sp) as f32;
+    eps: R,
+    mom: R,
+) -> BnOut<R> {
+    let m = R::from_usize(n * sp);
     let mut o = BnOut {
-        y: vec![0f32; n * c * sp],
-        running_mean: vec![0f32; c],
-        running_var: vec![0f32; c],
-        mean: vec![0f32; c],
-        inv_std: vec![0f32; c],
+        y: vec![R::ZERO; n * c * sp],
+        running_mean: vec![R::ZERO; c],
+        running_var: vec![R::ZERO; c],
+        mean: vec![R::ZERO; c],
+        inv_std: vec![R::ZERO; c],
     };
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
-        let mut sum = 0f32;
+        let (mut sum, mut sq) = (Psum::new(), Psum::new());
         for k in 0..n {
             for v in &x[plane(k)] {
-                sum += v;
+                sum.add(*v);
             }
         }
-        let mean = sum / m;
-        let mut sq = 0f32;
+        let mean = sum.total() / m;
         for k in 0..n {
             for v in &x[plane(k)] {
-                let d = v - mean;
-                sq += d * d;
+                let d = *v - mean;
+                sq.add(d * d);
             }
         }
-        let var = sq / m;
-        let inv = 1.0f32 / (var + eps).sqrt();
+        let var = sq.total() / m;
+        let inv = R::ONE / (var + eps).sqrt();
         let (kf, bias) = (scale[ch] * inv, b[ch]);
         for k in 0..n {
             for i in plane(k) {
@@ -120,8 +120,8 @@ pub fn bn_train(
         }
         o.mean[ch] = mean;
         o.inv_std[ch] = inv;
-        o.running_mean[ch] = mom * rm[ch] + (1.0 - mom) * mean;
-        o.running_var[ch] = mom * rv[ch] + (1.0 - mom) * var;
+        o.running_mean[ch] = mom * rm[ch] + (R::ONE - mom) * mean;
+        o.running_var[ch] = mom * rv[ch] + (R::ONE - mom) * var;
     }
     o
 }
@@ -150,32 +150,34 @@ impl Op for BatchNormTrain {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let dims = bn_dims(&x.shape)?;
-        let f = |i: usize| arg(inputs, i).map(|t| t.as_f32());
-        let o = bn_train(
-            x.as_f32(),
-            f(1)?,
-            f(2)?,
-            f(3)?,
-            f(4)?,
-            dims,
-            self.eps,
-            self.momentum,
-        );
-        let c = vec![dims.1];
-        let all = [
-            Tensor::f32(x.shape.clone(), o.y),
-            Tensor::f32(c.clone(), o.running_mean),
-            Tensor::f32(c.clone(), o.running_var),
-            Tensor::f32(c.clone(), o.mean),
-            Tensor::f32(c, o.inv_std),
-        ];
-        Ok(all
-            .into_iter()
-            .zip(outputs.iter())
-            .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
-            .collect())
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let dims = bn_dims(&x.shape)?;
+            let f = |i: usize| arg(inputs, i).map(|t| t.as_real::<R>());
+            let o = bn_train(
+                x.as_real::<R>(),
+                f(1)?,
+                f(2)?,
+                f(3)?,
+                f(4)?,
+                dims,
+                R::from_f32(self.eps),
+                R::from_f32(self.momentum),
+            );
+            let c = vec![dims.1];
+            let all = [
+                Tensor::real::<R>(x.shape.clone(), o.y),
+                Tensor::real::<R>(c.clone(), o.running_mean),
+                Tensor::real::<R>(c.clone(), o.running_var),
+                Tensor::real::<R>(c.clone(), o.mean),
+                Tensor::real::<R>(c, o.inv_std),
+            ];
+            Ok(all
+                .into_iter()
+                .zip(outputs.iter())
+                .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
+                .collect())
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -213,27 +215,28 @@ impl Op for BatchNormTrain {
 pub struct BatchNormGrad;
 
 /// The loops of `st_bn_grad`: (dx, dscale, dbias).
-pub fn bn_grad(
-    dy: &[f32],
-    x: &[f32],
-    scale: &[f32],
-    mean: &[f32],
-    inv: &[f32],
+pub fn bn_grad<R: Real>(
+    dy: &[R],
+    x: &[R],
+    scale: &[R],
+    mean: &[R],
+    inv: &[R],
     (n, c, sp): (usize, usize, usize),
-) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
-    let m = (n * sp) as f32;
-    let mut dx = vec![0f32; n * c * sp];
-    let (mut ds, mut dbv) = (vec![0f32; c], vec![0f32; c]);
+) -> (Vec<R>, Vec<R>, Vec<R>) {
+    let m = R::from_usize(n * sp);
+    let mut dx = vec![R::ZERO; n * c * sp];
+    let (mut ds, mut dbv) = (vec![R::ZERO; c], vec![R::ZERO; c]);
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
         let (mu, iv) = (mean[ch], inv[ch]);
-        let (mut db, mut dxm) = (0f32, 0f32);
+        let (mut sdb, mut sdxm) = (Psum::new(), Psum::new());
         for k in 0..n {
             for i in plane(k) {
-                db += dy[i];
-                dxm += dy[i] * (x[i] - mu);
+                sdb.add(dy[i]);
+                sdxm.add(dy[i] * (x[i] - mu));
             }
         }
+        let (db, dxm) = (sdb.total(), sdxm.total());
         dbv[ch] = db;
         ds[ch] = dxm * iv;
         let (k1, k2, coef) = (db / m, dxm * iv * iv / m, scale[ch] * iv);
@@ -272,20 +275,22 @@ impl Op for BatchNormGrad {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 1)?;
-        let dims = bn_dims(&x.shape)?;
-        let f = |i: usize| arg(inputs, i).map(|t| t.as_f32());
-        let (dx, ds, db) = bn_grad(f(0)?, x.as_f32(), f(2)?, f(3)?, f(4)?, dims);
-        let all = [
-            Tensor::f32(x.shape.clone(), dx),
-            Tensor::f32(vec![dims.1], ds),
-            Tensor::f32(vec![dims.1], db),
-        ];
-        Ok(all
-            .into_iter()
-            .zip(outputs.iter())
-            .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
-            .collect())
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 1)?;
+            let dims = bn_dims(&x.shape)?;
+            let f = |i: usize| arg(inputs, i).map(|t| t.as_real::<R>());
+            let (dx, ds, db) = bn_grad(f(0)?, x.as_real::<R>(), f(2)?, f(3)?, f(4)?, dims);
+            let all = [
+                Tensor::real::<R>(x.shape.clone(), dx),
+                Tensor::real::<R>(vec![dims.1], ds),
+                Tensor::real::<R>(vec![dims.1], db),
+            ];
+            Ok(all
+                .into_iter()
+                .zip(outputs.iter())
+                .map(|(t, want)| if want.is_some() { t } else { Tensor::absent() })
+                .collect())
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(1)?.clone();

@@ -7,7 +7,7 @@
 use super::util::{broadcast_shape, broadcast_strides};
 use super::util::{f32_in, pad8};
 use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -85,14 +85,16 @@ impl Op for Expand {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let out = Self::out_shape(&x.shape, Some(arg(inputs, 1)?))?;
-        let xs = broadcast_strides(&x.shape, &out);
-        let n: usize = out.iter().product();
-        let xv = x.as_f32();
-        let mut y = vec![0f32; n];
-        for_each_broadcast(&out, &xs, 0, n, |o, i| y[o] = xv[i]);
-        Ok(vec![Tensor::f32(out, y)])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let out = Self::out_shape(&x.shape, Some(arg(inputs, 1)?))?;
+            let xs = broadcast_strides(&x.shape, &out);
+            let n: usize = out.iter().product();
+            let xv = x.as_real::<R>();
+            let mut y = vec![R::ZERO; n];
+            for_each_broadcast(&out, &xs, 0, n, |o, i| y[o] = xv[i]);
+            Ok(vec![Tensor::real::<R>(out, y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -130,13 +132,13 @@ pub struct Scale {
 }
 
 impl Scale {
-    fn factor(&self, s: &Tensor) -> f32 {
+    fn factor<R: Real>(&self, s: &Tensor) -> R {
         let s = match s.dtype() {
-            DType::F32 => s.as_f32()[0],
-            _ => s.to_i64()[0] as f32,
+            DType::F32 => R::from_f64(s.to_f64()[0]),
+            _ => R::from_f32(s.to_i64()[0] as f32),
         };
         if self.down {
-            1.0 / s
+            R::ONE / s
         } else {
             s
         }
@@ -164,12 +166,14 @@ impl Op for Scale {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let f = self.factor(arg(inputs, 1)?);
-        Ok(vec![Tensor::f32(
-            x.shape.clone(),
-            x.as_f32().iter().map(|v| v * f).collect(),
-        )])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let f = self.factor::<R>(arg(inputs, 1)?);
+            Ok(vec![Tensor::real::<R>(
+                x.shape.clone(),
+                x.as_real::<R>().iter().map(|&v| v * f).collect(),
+            )])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -253,14 +257,16 @@ impl Op for Sum {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x0 = arg(inputs, 0)?;
-        let mut y = x0.as_f32().to_vec();
-        for i in 1..inputs.len() {
-            for (a, b) in y.iter_mut().zip(arg(inputs, i)?.as_f32()) {
-                *a += b;
+        crate::by_real!(inputs, R => {
+            let x0 = arg(inputs, 0)?;
+            let mut y = x0.as_real::<R>().to_vec();
+            for i in 1..inputs.len() {
+                for (a, b) in y.iter_mut().zip(arg(inputs, i)?.as_real::<R>()) {
+                    *a += b;
+                }
             }
-        }
-        Ok(vec![Tensor::f32(x0.shape.clone(), y)])
+            Ok(vec![Tensor::real::<R>(x0.shape.clone(), y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let n_in = cx.inputs.len();
@@ -367,31 +373,33 @@ impl Op for FusedMatMul {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let a = arg(inputs, 0)?;
-        let b = arg(inputs, 1)?;
-        let p = self.plan(&a.shape, &b.shape)?;
-        let (av, bv) = (a.as_f32(), b.as_f32());
-        let nb: usize = p.batch.iter().product();
-        let mut y = vec![0f32; nb * p.m * p.n];
-        // The C kernel splits the rows (bi, i) over cores; same loop order.
-        for r in 0..nb * p.m {
-            let (bi, i) = (r / p.m, r % p.m);
-            let (mut oa, mut ob, mut rem) = (0, 0, bi);
-            for d in (0..p.batch.len()).rev() {
-                let x = rem % p.batch[d];
-                rem /= p.batch[d];
-                oa += x * p.sa[d];
-                ob += x * p.sb[d];
-            }
-            for j in 0..p.n {
-                let mut acc = 0f32;
-                for q in 0..p.k {
-                    acc += av[oa + i * p.am + q * p.ak] * bv[ob + q * p.bk + j * p.bn];
+        crate::by_real!(inputs, R => {
+            let a = arg(inputs, 0)?;
+            let b = arg(inputs, 1)?;
+            let p = self.plan(&a.shape, &b.shape)?;
+            let (av, bv) = (a.as_real::<R>(), b.as_real::<R>());
+            let nb: usize = p.batch.iter().product();
+            let mut y = vec![R::ZERO; nb * p.m * p.n];
+            // The C kernel splits the rows (bi, i) over cores; same loop order.
+            for r in 0..nb * p.m {
+                let (bi, i) = (r / p.m, r % p.m);
+                let (mut oa, mut ob, mut rem) = (0, 0, bi);
+                for d in (0..p.batch.len()).rev() {
+                    let x = rem % p.batch[d];
+                    rem /= p.batch[d];
+                    oa += x * p.sa[d];
+                    ob += x * p.sb[d];
                 }
-                y[r * p.n + j] = self.alpha * acc;
+                for j in 0..p.n {
+                    let mut acc = R::ZERO;
+                    for q in 0..p.k {
+                        acc += av[oa + i * p.am + q * p.ak] * bv[ob + q * p.bk + j * p.bn];
+                    }
+                    y[r * p.n + j] = R::from_f32(self.alpha) * acc;
+                }
             }
-        }
-        Ok(vec![Tensor::f32(p.out_shape, y)])
+            Ok(vec![Tensor::real::<R>(p.out_shape, y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let a = cx.input(0)?.clone();

@@ -11,7 +11,7 @@
 
 use super::conv::{geom, in_extent, nchw, tap_out, Geom, Win2, Window};
 use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -112,14 +112,14 @@ fn grad_geom(win: &Window, dys: &[usize]) -> Result<Geom, OpError> {
 // ---------------------------------------------------------------- reference kernels
 
 /// Max pool with flat argmax indices, the loops of `st_maxpool`.
-pub fn maxpool(g: &Geom, x: &[f32]) -> (Vec<f32>, Vec<i64>) {
+pub fn maxpool<R: Real>(g: &Geom, x: &[R]) -> (Vec<R>, Vec<i64>) {
     let n_out = g.n * g.cin * g.oh * g.ow;
-    let (mut y, mut idx) = (vec![0f32; n_out], vec![0i64; n_out]);
+    let (mut y, mut idx) = (vec![R::ZERO; n_out], vec![0i64; n_out]);
     for p in 0..g.n * g.cin {
         let base = p * g.h * g.w;
         for oy in 0..g.oh {
             for ox in 0..g.ow {
-                let mut best = f32::MIN;
+                let mut best = R::MIN;
                 let mut at = -1i64;
                 for ky in 0..g.kh {
                     let iy = (oy * g.sh + ky) as isize - g.pt as isize;
@@ -148,9 +148,9 @@ pub fn maxpool(g: &Geom, x: &[f32]) -> (Vec<f32>, Vec<i64>) {
 }
 
 /// Scatter dY to the argmax positions, the loops of `st_maxpool_grad`.
-pub fn maxpool_grad(g: &Geom, dy: &[f32], idx: &[i64]) -> Vec<f32> {
+pub fn maxpool_grad<R: Real>(g: &Geom, dy: &[R], idx: &[i64]) -> Vec<R> {
     let (inp, outp) = (g.h * g.w, g.oh * g.ow);
-    let mut dx = vec![0f32; g.n * g.cin * inp];
+    let mut dx = vec![R::ZERO; g.n * g.cin * inp];
     for p in 0..g.n * g.cin {
         let (first, last) = (p * inp, (p + 1) * inp);
         for o in p * outp..(p + 1) * outp {
@@ -171,23 +171,23 @@ fn span(s: isize, k: usize, n: usize) -> usize {
 }
 
 /// The divisor of window (oy, ox), as `st_pool_div`.
-fn pool_div(g: &Geom, oy: usize, ox: usize, include_pad: bool) -> f32 {
+fn pool_div<R: Real>(g: &Geom, oy: usize, ox: usize, include_pad: bool) -> R {
     if include_pad {
-        return (g.kh * g.kw) as f32;
+        return R::from_usize(g.kh * g.kw);
     }
     let rows = span((oy * g.sh) as isize - g.pt as isize, g.kh, g.h);
     let cols = span((ox * g.sw) as isize - g.pl as isize, g.kw, g.w);
-    (rows * cols) as f32
+    R::from_usize(rows * cols)
 }
 
 /// Average pool, the loops of `st_avgpool`.
-pub fn avgpool(g: &Geom, x: &[f32], include_pad: bool) -> Vec<f32> {
-    let mut y = vec![0f32; g.n * g.cin * g.oh * g.ow];
+pub fn avgpool<R: Real>(g: &Geom, x: &[R], include_pad: bool) -> Vec<R> {
+    let mut y = vec![R::ZERO; g.n * g.cin * g.oh * g.ow];
     for p in 0..g.n * g.cin {
         let xp = &x[p * g.h * g.w..];
         for oy in 0..g.oh {
             for ox in 0..g.ow {
-                let mut acc = 0f32;
+                let mut acc = R::ZERO;
                 for ky in 0..g.kh {
                     let iy = (oy * g.sh + ky) as isize - g.pt as isize;
                     if iy < 0 || iy >= g.h as isize {
@@ -209,13 +209,13 @@ pub fn avgpool(g: &Geom, x: &[f32], include_pad: bool) -> Vec<f32> {
 }
 
 /// Average pool gradient, the loops of `st_avgpool_grad`.
-pub fn avgpool_grad(g: &Geom, dy: &[f32], include_pad: bool) -> Vec<f32> {
-    let mut dx = vec![0f32; g.n * g.cin * g.h * g.w];
+pub fn avgpool_grad<R: Real>(g: &Geom, dy: &[R], include_pad: bool) -> Vec<R> {
+    let mut dx = vec![R::ZERO; g.n * g.cin * g.h * g.w];
     for p in 0..g.n * g.cin {
         let dyp = &dy[p * g.oh * g.ow..];
         for iy in 0..g.h {
             for ix in 0..g.w {
-                let mut acc = 0f32;
+                let mut acc = R::ZERO;
                 for ky in 0..g.kh {
                     let Some(oy) = tap_out(iy, g.pt, ky, g.sh, g.oh) else {
                         continue;
@@ -265,26 +265,28 @@ impl Op for Pool {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let g = pool_geom(&self.win, &x.shape)?;
-        Ok(match self.kind {
-            PoolKind::Max => {
-                let (y, idx) = maxpool(&g, x.as_f32());
-                let mut out = vec![Tensor::f32(g.y_shape(), y)];
-                if outputs.len() > 1 {
-                    out.push(match outputs[1] {
-                        Some(_) => Tensor::i64(g.y_shape(), idx),
-                        None => Tensor::absent(),
-                    });
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let g = pool_geom(&self.win, &x.shape)?;
+            Ok(match self.kind {
+                PoolKind::Max => {
+                    let (y, idx) = maxpool(&g, x.as_real::<R>());
+                    let mut out = vec![Tensor::real::<R>(g.y_shape(), y)];
+                    if outputs.len() > 1 {
+                        out.push(match outputs[1] {
+                            Some(_) => Tensor::i64(g.y_shape(), idx),
+                            None => Tensor::absent(),
+                        });
+                    }
+                    out
                 }
-                out
-            }
-            PoolKind::Avg { include_pad } => {
-                vec![Tensor::f32(
-                    g.y_shape(),
-                    avgpool(&g, x.as_f32(), include_pad),
-                )]
-            }
+                PoolKind::Avg { include_pad } => {
+                    vec![Tensor::real::<R>(
+                        g.y_shape(),
+                        avgpool(&g, x.as_real::<R>(), include_pad),
+                    )]
+                }
+            })
         })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
@@ -315,16 +317,38 @@ impl Op for Pool {
 
 // ---------------------------------------------------------------- MaxPoolGrad / AveragePoolGrad
 
-/// MaxPoolGrad: (dY, Indices) → dX; AveragePoolGrad: (dY) → dX.
+/// MaxPoolGrad: (dY, Indices) → dX as ONNX Runtime, or (dY, X) → dX as the
+/// peer's graphs spell it (the second input float32: the argmax is
+/// recomputed from X exactly as MaxPool finds it, and X gives the input size
+/// that dY alone cannot); AveragePoolGrad: (dY) → dX.
 #[derive(Debug)]
 pub struct PoolGrad {
     pub kind: PoolKind,
     pub win: Window,
 }
 
+impl PoolGrad {
+    /// The forward geometry when the second input is MaxPool's X.
+    fn x_geom(&self, dy: &[usize], x: &[usize]) -> Result<Geom, OpError> {
+        let g = pool_geom(&self.win, x)?;
+        ensure!(
+            g.y_shape() == dy,
+            "dY {dy:?} is not the pooled shape {:?} of X {x:?}",
+            g.y_shape()
+        );
+        Ok(g)
+    }
+}
+
 impl Op for PoolGrad {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
         let dy = f32_ty(inputs, 0)?;
+        if self.kind == PoolKind::Max && req(inputs, 1)?.ty.dtype == DType::F32 {
+            let x = req(inputs, 1)?.ty;
+            return Ok(vec![TensorType::f32(
+                self.x_geom(&dy.shape, &x.shape)?.x_shape(),
+            )]);
+        }
         if self.kind == PoolKind::Max {
             let idx = req(inputs, 1)?.ty;
             ensure!(
@@ -341,32 +365,57 @@ impl Op for PoolGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?;
-        let g = grad_geom(&self.win, &dy.shape)?;
-        let dx = match self.kind {
-            PoolKind::Max => {
-                let idx = arg(inputs, 1)?.to_i64();
-                // MaxPool's indices point into their own (n, c) plane.
-                let (inp, outp) = (g.h * g.w, g.oh * g.ow);
-                for (o, &at) in idx.iter().enumerate() {
-                    let p = o / outp.max(1);
-                    ensure!(
-                        at >= 0 && (p * inp..(p + 1) * inp).contains(&(at as usize)),
-                        "MaxPoolGrad: index {at} at position {o} is out of range of its plane [{}, {})",
-                        p * inp,
-                        (p + 1) * inp
-                    );
-                }
-                maxpool_grad(&g, dy.as_f32(), &idx)
+        crate::by_real!(inputs, R => {
+            let dy = arg(inputs, 0)?;
+            if self.kind == PoolKind::Max && arg(inputs, 1)?.dtype() == DType::F32 {
+                let x = arg(inputs, 1)?;
+                let g = self.x_geom(&dy.shape, &x.shape)?;
+                let (_, idx) = maxpool(&g, x.as_real::<R>());
+                return Ok(vec![Tensor::real::<R>(
+                    g.x_shape(),
+                    maxpool_grad(&g, dy.as_real::<R>(), &idx),
+                )]);
             }
-            PoolKind::Avg { include_pad } => avgpool_grad(&g, dy.as_f32(), include_pad),
-        };
-        Ok(vec![Tensor::f32(g.x_shape(), dx)])
+            let g = grad_geom(&self.win, &dy.shape)?;
+            let dx = match self.kind {
+                PoolKind::Max => {
+                    let idx = arg(inputs, 1)?.to_i64();
+                    // MaxPool's indices point into their own (n, c) plane.
+                    let (inp, outp) = (g.h * g.w, g.oh * g.ow);
+                    for (o, &at) in idx.iter().enumerate() {
+                        let p = o / outp.max(1);
+                        ensure!(
+                            at >= 0 && (p * inp..(p + 1) * inp).contains(&(at as usize)),
+                            "MaxPoolGrad: index {at} at position {o} is out of range of its plane [{}, {})",
+                            p * inp,
+                            (p + 1) * inp
+                        );
+                    }
+                    maxpool_grad(&g, dy.as_real::<R>(), &idx)
+                }
+                PoolKind::Avg { include_pad } => avgpool_grad(&g, dy.as_real::<R>(), include_pad),
+            };
+            Ok(vec![Tensor::real::<R>(g.x_shape(), dx)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let dy = cx.input(0)?.clone();
-        let g = grad_geom(&self.win, &dy.ty.shape)?;
         let dx = cx.output(0)?.expr.clone();
+        if self.kind == PoolKind::Max && cx.input(1)?.ty.dtype == DType::F32 {
+            let x = cx.input(1)?.clone();
+            let g = self.x_geom(&dy.ty.shape, &x.ty.shape)?;
+            cx.kernel(
+                "st_maxpool_grad_x",
+                &[
+                    ("dy", dy.expr),
+                    ("x", x.expr),
+                    ("dx", dx),
+                    ("g", g.c_init()),
+                ],
+            );
+            return Ok(());
+        }
+        let g = grad_geom(&self.win, &dy.ty.shape)?;
         match self.kind {
             PoolKind::Max => {
                 let idx = cx.input(1)?.expr.clone();
@@ -404,15 +453,9 @@ fn planes(shape: &[usize]) -> Result<(usize, usize), OpError> {
 }
 
 /// Plane means, the loops of `st_gap`.
-pub fn gap(x: &[f32], planes: usize, hw: usize) -> Vec<f32> {
+pub fn gap<R: Real>(x: &[R], planes: usize, hw: usize) -> Vec<R> {
     (0..planes)
-        .map(|p| {
-            let mut acc = 0f32;
-            for v in &x[p * hw..(p + 1) * hw] {
-                acc += v;
-            }
-            acc / hw as f32
-        })
+        .map(|p| super::util::psum(x[p * hw..(p + 1) * hw].iter().copied()) / R::from_usize(hw))
         .collect()
 }
 
@@ -429,10 +472,12 @@ impl Op for GlobalAvgPool {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let (p, hw) = planes(&x.shape)?;
-        let ty = outputs[0].ok_or_else(|| op_err!("missing output 0"))?;
-        Ok(vec![Tensor::f32(ty.shape.clone(), gap(x.as_f32(), p, hw))])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let (p, hw) = planes(&x.shape)?;
+            let ty = outputs[0].ok_or_else(|| op_err!("missing output 0"))?;
+            Ok(vec![Tensor::real::<R>(ty.shape.clone(), gap(x.as_real::<R>(), p, hw))])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -472,8 +517,10 @@ impl GlobalAvgPoolGrad {
 }
 
 /// The loops of `st_gap_grad`.
-pub fn gap_grad(dy: &[f32], planes: usize, hw: usize) -> Vec<f32> {
-    (0..planes * hw).map(|i| dy[i / hw] / hw as f32).collect()
+pub fn gap_grad<R: Real>(dy: &[R], planes: usize, hw: usize) -> Vec<R> {
+    (0..planes * hw)
+        .map(|i| dy[i / hw] / R::from_usize(hw))
+        .collect()
 }
 
 impl Op for GlobalAvgPoolGrad {
@@ -487,9 +534,11 @@ impl Op for GlobalAvgPoolGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?;
-        let (s, p, hw) = self.dims(&dy.shape)?;
-        Ok(vec![Tensor::f32(s, gap_grad(dy.as_f32(), p, hw))])
+        crate::by_real!(inputs, R => {
+            let dy = arg(inputs, 0)?;
+            let (s, p, hw) = self.dims(&dy.shape)?;
+            Ok(vec![Tensor::real::<R>(s, gap_grad(dy.as_real::<R>(), p, hw))])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let dy = cx.input(0)?.clone();

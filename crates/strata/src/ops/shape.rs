@@ -86,6 +86,11 @@ fn types_of(ins: &[Option<&Tensor>]) -> Vec<Option<TensorType>> {
 fn pick(d: &Data, idx: &[Option<usize>], fill: f32) -> Data {
     match d {
         Data::F32(v) => Data::F32(idx.iter().map(|i| i.map_or(fill, |i| v[i])).collect()),
+        Data::F64(v) => Data::F64(
+            idx.iter()
+                .map(|i| i.map_or(fill as f64, |i| v[i]))
+                .collect(),
+        ),
         Data::I64(v) => Data::I64(
             idx.iter()
                 .map(|i| i.map_or(fill as i64, |i| v[i]))
@@ -191,6 +196,7 @@ fn merge(into: &mut Data, part: &Data, sel: &[Option<usize>]) {
     }
     match (into, part) {
         (Data::F32(a), Data::F32(b)) => m!(a, b),
+        (Data::F64(a), Data::F64(b)) => m!(a, b),
         (Data::I64(a), Data::I64(b)) => m!(a, b),
         (Data::I32(a), Data::I32(b)) => m!(a, b),
         (Data::Bool(a), Data::Bool(b)) => m!(a, b),
@@ -717,6 +723,7 @@ impl Pad {
                     None => 0.0,
                     Some(t) => match &t.data {
                         Data::F32(v) if v.len() == 1 => v[0],
+                        Data::F64(v) if v.len() == 1 => v[0] as f32,
                         _ => t.to_i64().first().copied().unwrap_or(0) as f32,
                     },
                 };

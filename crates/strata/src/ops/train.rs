@@ -6,7 +6,7 @@
 use super::{
     arg, boxed, c_float, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS, STRATA,
 };
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -54,25 +54,27 @@ impl Op for Accumulate {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let buf = arg(inputs, 0)?;
-        let val = arg(inputs, 1)?;
-        let overwrite = inputs
-            .get(2)
-            .copied()
-            .flatten()
-            .map(|f| f.to_i64()[0] != 0)
-            .unwrap_or(false);
-        let v: Vec<f32> = if overwrite {
-            val.as_f32().to_vec()
-        } else {
-            buf.as_f32()
-                .iter()
-                .zip(val.as_f32())
-                .map(|(a, b)| a + b)
-                .collect()
-        };
-        let t = Tensor::f32(buf.shape.clone(), v);
-        Ok(outputs.iter().map(|_| t.clone()).collect())
+        crate::by_real!(inputs, R => {
+            let buf = arg(inputs, 0)?;
+            let val = arg(inputs, 1)?;
+            let overwrite = inputs
+                .get(2)
+                .copied()
+                .flatten()
+                .map(|f| f.to_i64()[0] != 0)
+                .unwrap_or(false);
+            let v: Vec<R> = if overwrite {
+                val.as_real::<R>().to_vec()
+            } else {
+                buf.as_real::<R>()
+                    .iter()
+                    .zip(val.as_real::<R>())
+                    .map(|(a, b)| a + b)
+                    .collect()
+            };
+            let t = Tensor::real::<R>(buf.shape.clone(), v);
+            Ok(outputs.iter().map(|_| t.clone()).collect())
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let buf = cx.input(0)?.clone();
@@ -120,14 +122,16 @@ impl Op for Sgd {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let p = arg(inputs, 0)?;
-        let g = arg(inputs, 1)?.as_f32();
-        let lr = match self.lr {
-            Some(lr) => lr,
-            None => arg(inputs, 2)?.as_f32()[0],
-        };
-        let v = p.as_f32().iter().zip(g).map(|(w, d)| w - lr * d).collect();
-        Ok(vec![Tensor::f32(p.shape.clone(), v)])
+        crate::by_real!(inputs, R => {
+            let p = arg(inputs, 0)?;
+            let g = arg(inputs, 1)?.as_real::<R>();
+            let lr = match self.lr {
+                Some(lr) => R::from_f32(lr),
+                None => arg(inputs, 2)?.as_real::<R>()[0],
+            };
+            let v = p.as_real::<R>().iter().zip(g).map(|(&w, &d)| w - lr * d).collect();
+            Ok(vec![Tensor::real::<R>(p.shape.clone(), v)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let p = cx.input(0)?.clone();
@@ -208,13 +212,13 @@ impl AdamW {
     }
 
     /// `(ac, bc)`: the bias corrections at `step`.
-    fn corrections(&self, step: i64) -> (f32, f32) {
+    fn corrections<R: Real>(&self, step: i64) -> (R, R) {
         if !self.correct_bias {
-            return (1.0, 1.0);
+            return (R::ONE, R::ONE);
         }
         (
-            1.0 - (self.alpha as f64).powf(step as f64) as f32,
-            1.0 - (self.beta as f64).powf(step as f64) as f32,
+            R::ONE - R::from_f64((self.alpha as f64).powf(step as f64)),
+            R::ONE - R::from_f64((self.beta as f64).powf(step as f64)),
         )
     }
 }
@@ -244,38 +248,41 @@ impl Op for AdamW {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let wt = arg(inputs, 0)?;
-        let g = arg(inputs, 1)?.as_f32();
-        let mut w = wt.as_f32().to_vec();
-        let mut m1 = arg(inputs, 2)?.as_f32().to_vec();
-        let mut m2 = arg(inputs, 3)?.as_f32().to_vec();
-        let lr = arg(inputs, 4)?.as_f32()[0];
-        let step = arg(inputs, 5)?.to_i64()[0];
-        ensure!(step >= 1, "AdamW step {step}: the step count starts at 1");
-        let (a, b) = (self.alpha, self.beta);
-        let (ac, bc) = self.corrections(step);
-        let lrc = lr * (bc.sqrt() / ac);
-        for i in 0..w.len() {
-            if self.mode == 0 {
-                w[i] = w[i] - w[i] * lr * self.weight_decay;
+        crate::by_real!(inputs, R => {
+            let wt = arg(inputs, 0)?;
+            let g = arg(inputs, 1)?.as_real::<R>();
+            let mut w = wt.as_real::<R>().to_vec();
+            let mut m1 = arg(inputs, 2)?.as_real::<R>().to_vec();
+            let mut m2 = arg(inputs, 3)?.as_real::<R>().to_vec();
+            let lr = arg(inputs, 4)?.as_real::<R>()[0];
+            let step = arg(inputs, 5)?.to_i64()[0];
+            ensure!(step >= 1, "AdamW step {step}: the step count starts at 1");
+            let (a, b) = (R::from_f32(self.alpha), R::from_f32(self.beta));
+            let (eps, wd) = (R::from_f32(self.epsilon), R::from_f32(self.weight_decay));
+            let (ac, bc) = self.corrections::<R>(step);
+            let lrc = lr * (bc.sqrt() / ac);
+            for i in 0..w.len() {
+                if self.mode == 0 {
+                    w[i] = w[i] - w[i] * lr * wd;
+                }
+                m1[i] = a * m1[i] + (R::ONE - a) * g[i];
+                m2[i] = b * m2[i] + (R::ONE - b) * g[i] * g[i];
+                if self.mode == 0 {
+                    let denom = (m2[i] / bc).sqrt() + eps;
+                    w[i] -= (lr * m1[i]) / (ac * denom);
+                } else {
+                    let denom = m2[i].sqrt() + eps;
+                    w[i] -= lrc * m1[i] / denom;
+                    w[i] -= lr * wd * w[i];
+                }
             }
-            m1[i] = a * m1[i] + (1.0 - a) * g[i];
-            m2[i] = b * m2[i] + (1.0 - b) * g[i] * g[i];
-            if self.mode == 0 {
-                let denom = (m2[i] / bc).sqrt() + self.epsilon;
-                w[i] -= (lr * m1[i]) / (ac * denom);
-            } else {
-                let denom = m2[i].sqrt() + self.epsilon;
-                w[i] -= lrc * m1[i] / denom;
-                w[i] -= lr * self.weight_decay * w[i];
-            }
-        }
-        let s = wt.shape.clone();
-        Ok(vec![
-            Tensor::f32(s.clone(), w),
-            Tensor::f32(s.clone(), m1),
-            Tensor::f32(s, m2),
-        ])
+            let s = wt.shape.clone();
+            Ok(vec![
+                Tensor::real::<R>(s.clone(), w),
+                Tensor::real::<R>(s.clone(), m1),
+                Tensor::real::<R>(s, m2),
+            ])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let w = cx.input(0)?.clone();

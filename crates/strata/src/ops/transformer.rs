@@ -8,8 +8,9 @@
 
 use super::util::{broadcast_shape, broadcast_strides, norm_axis};
 use super::util::{f32_in, grad_pair_emit, grad_pair_eval, grad_pair_type, pad8};
+use super::util::{psum, Psum};
 use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
-use crate::tensor::{DType, Tensor, TensorType};
+use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
@@ -157,31 +158,33 @@ impl Op for MatMul {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let a = arg(inputs, 0)?;
-        let b = arg(inputs, 1)?;
-        let p = Self::plan(&a.shape, &b.shape)?;
-        let (av, bv) = (a.as_f32(), b.as_f32());
-        let nb: usize = p.batch.iter().product();
-        let mut y = vec![0f32; nb * p.m * p.n];
-        for bi in 0..nb {
-            let (mut oa, mut ob, mut rem) = (0, 0, bi);
-            for d in (0..p.batch.len()).rev() {
-                let i = rem % p.batch[d];
-                rem /= p.batch[d];
-                oa += i * p.sa[d];
-                ob += i * p.sb[d];
-            }
-            for i in 0..p.m {
-                for j in 0..p.n {
-                    let mut acc = 0f32;
-                    for q in 0..p.k {
-                        acc += av[oa + i * p.k + q] * bv[ob + q * p.n + j];
+        crate::by_real!(inputs, R => {
+            let a = arg(inputs, 0)?;
+            let b = arg(inputs, 1)?;
+            let p = Self::plan(&a.shape, &b.shape)?;
+            let (av, bv) = (a.as_real::<R>(), b.as_real::<R>());
+            let nb: usize = p.batch.iter().product();
+            let mut y = vec![R::ZERO; nb * p.m * p.n];
+            for bi in 0..nb {
+                let (mut oa, mut ob, mut rem) = (0, 0, bi);
+                for d in (0..p.batch.len()).rev() {
+                    let i = rem % p.batch[d];
+                    rem /= p.batch[d];
+                    oa += i * p.sa[d];
+                    ob += i * p.sb[d];
+                }
+                for i in 0..p.m {
+                    for j in 0..p.n {
+                        let mut acc = R::ZERO;
+                        for q in 0..p.k {
+                            acc += av[oa + i * p.k + q] * bv[ob + q * p.n + j];
+                        }
+                        y[(bi * p.m + i) * p.n + j] = acc;
                     }
-                    y[(bi * p.m + i) * p.n + j] = acc;
                 }
             }
-        }
-        Ok(vec![Tensor::f32(p.out_shape, y)])
+            Ok(vec![Tensor::real::<R>(p.out_shape, y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let a = cx.input(0)?.clone();
@@ -257,7 +260,7 @@ impl Softmax {
 }
 
 /// Softmax of every row, in the order `st_softmax` uses.
-fn softmax_rows(x: &[f32], rows: Rows, y: &mut [f32]) {
+fn softmax_rows<R: Real>(x: &[R], rows: Rows, y: &mut [R]) {
     for r in 0..rows.count() {
         let b = rows.base(r);
         let s = rows.inner;
@@ -267,7 +270,7 @@ fn softmax_rows(x: &[f32], rows: Rows, y: &mut [f32]) {
                 m = x[b + j * s];
             }
         }
-        let mut sum = 0f32;
+        let mut sum = R::ZERO;
         for j in 0..rows.n {
             let e = (x[b + j * s] - m).exp();
             y[b + j * s] = e;
@@ -290,11 +293,13 @@ impl Op for Softmax {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let rows = self.rows(&x.shape)?;
-        let mut y = vec![0f32; x.numel()];
-        softmax_rows(x.as_f32(), rows, &mut y);
-        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let rows = self.rows(&x.shape)?;
+            let mut y = vec![R::ZERO; x.numel()];
+            softmax_rows(x.as_real::<R>(), rows, &mut y);
+            Ok(vec![Tensor::real::<R>(x.shape.clone(), y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -334,22 +339,24 @@ impl Op for SoftmaxGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let dy = arg(inputs, 0)?.as_f32();
-        let yt = arg(inputs, 1)?;
-        let y = yt.as_f32();
-        let rows = self.0.rows(&yt.shape)?;
-        let mut dx = vec![0f32; y.len()];
-        for r in 0..rows.count() {
-            let (b, s) = (rows.base(r), rows.inner);
-            let mut dot = 0f32;
-            for j in 0..rows.n {
-                dot += dy[b + j * s] * y[b + j * s];
+        crate::by_real!(inputs, R => {
+            let dy = arg(inputs, 0)?.as_real::<R>();
+            let yt = arg(inputs, 1)?;
+            let y = yt.as_real::<R>();
+            let rows = self.0.rows(&yt.shape)?;
+            let mut dx = vec![R::ZERO; y.len()];
+            for r in 0..rows.count() {
+                let (b, s) = (rows.base(r), rows.inner);
+                let mut dot = R::ZERO;
+                for j in 0..rows.n {
+                    dot += dy[b + j * s] * y[b + j * s];
+                }
+                for j in 0..rows.n {
+                    dx[b + j * s] = y[b + j * s] * (dy[b + j * s] - dot);
+                }
             }
-            for j in 0..rows.n {
-                dx[b + j * s] = y[b + j * s] * (dy[b + j * s] - dot);
-            }
-        }
-        Ok(vec![Tensor::f32(yt.shape.clone(), dx)])
+            Ok(vec![Tensor::real::<R>(yt.shape.clone(), dx)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let dy = cx.input(0)?.expr.clone();
@@ -415,19 +422,19 @@ fn parse_approx(a: &Attrs<'_>) -> Result<bool, OpError> {
 }
 
 /// GELU of one value (exact erf form, or the tanh approximation).
-pub fn gelu(x: f32, tanh: bool) -> f32 {
-    let x = x as f64;
+pub fn gelu<R: Real>(x: R, tanh: bool) -> R {
+    let x = x.to_f64();
     let v = if tanh {
         0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + GELU_C * x * x * x)).tanh())
     } else {
         0.5 * x * (1.0 + erf64(x * INV_SQRT_2))
     };
-    v as f32
+    R::from_f64(v)
 }
 
 /// dY · GELU'(x).
-pub fn gelu_grad(dy: f32, x: f32, tanh: bool) -> f32 {
-    let x = x as f64;
+pub fn gelu_grad<R: Real>(dy: R, x: R, tanh: bool) -> R {
+    let x = x.to_f64();
     let d = if tanh {
         let u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
         let t = u.tanh();
@@ -435,7 +442,7 @@ pub fn gelu_grad(dy: f32, x: f32, tanh: bool) -> f32 {
     } else {
         0.5 * (1.0 + erf64(x * INV_SQRT_2)) + x * INV_SQRT_2PI * (-0.5 * x * x).exp()
     };
-    (dy as f64 * d) as f32
+    R::from_f64(dy.to_f64() * d)
 }
 
 #[derive(Debug)]
@@ -450,9 +457,11 @@ impl Op for Gelu {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let y = x.as_f32().iter().map(|&v| gelu(v, self.0)).collect();
-        Ok(vec![Tensor::f32(x.shape.clone(), y)])
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let y = x.as_real::<R>().iter().map(|&v| gelu(v, self.0)).collect();
+            Ok(vec![Tensor::real::<R>(x.shape.clone(), y)])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -483,7 +492,7 @@ impl Op for GeluGrad {
         inputs: &[Option<&Tensor>],
         _: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        grad_pair_eval(inputs, |g, x| gelu_grad(g, x, self.0))
+        crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |g, x| gelu_grad(g, x, self.0)))
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         grad_pair_emit(
@@ -555,57 +564,52 @@ impl Op for LayerNorm {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let x = arg(inputs, 0)?;
-        let scale = arg(inputs, 1)?;
-        let bias = inputs.get(2).copied().flatten();
-        let (a, rows, d) = ln_dims(&x.shape, self.axis)?;
-        let norm = &x.shape[a..];
-        let ss = param_stride(&scale.ty(), norm, "Scale")?;
-        let sb = match bias {
-            Some(b) => param_stride(&b.ty(), norm, "B")?,
-            None => 0,
-        };
-        let (xv, sv) = (x.as_f32(), scale.as_f32());
-        let mut y = vec![0f32; xv.len()];
-        let mut means = vec![0f32; rows];
-        let mut invs = vec![0f32; rows];
-        for r in 0..rows {
-            let row = &xv[r * d..(r + 1) * d];
-            let mut sum = 0f32;
-            for &v in row {
-                sum += v;
-            }
-            let mean = sum / d as f32;
-            let mut sq = 0f32;
-            for &v in row {
-                sq += (v - mean) * (v - mean);
-            }
-            let inv = 1.0 / (sq / d as f32 + self.epsilon).sqrt();
-            for j in 0..d {
-                let mut v = (row[j] - mean) * inv * sv[j * ss];
-                if let Some(b) = bias {
-                    v += b.as_f32()[j * sb];
+        crate::by_real!(inputs, R => {
+            let x = arg(inputs, 0)?;
+            let scale = arg(inputs, 1)?;
+            let bias = inputs.get(2).copied().flatten();
+            let (a, rows, d) = ln_dims(&x.shape, self.axis)?;
+            let norm = &x.shape[a..];
+            let ss = param_stride(&scale.ty(), norm, "Scale")?;
+            let sb = match bias {
+                Some(b) => param_stride(&b.ty(), norm, "B")?,
+                None => 0,
+            };
+            let (xv, sv) = (x.as_real::<R>(), scale.as_real::<R>());
+            let mut y = vec![R::ZERO; xv.len()];
+            let mut means = vec![R::ZERO; rows];
+            let mut invs = vec![R::ZERO; rows];
+            for r in 0..rows {
+                let row = &xv[r * d..(r + 1) * d];
+                let mean = psum(row.iter().copied()) / R::from_usize(d);
+                let sq = psum(row.iter().map(|&v| (v - mean) * (v - mean)));
+                let inv = R::ONE / (sq / R::from_usize(d) + R::from_f32(self.epsilon)).sqrt();
+                for j in 0..d {
+                    let mut v = (row[j] - mean) * inv * sv[j * ss];
+                    if let Some(b) = bias {
+                        v += b.as_real::<R>()[j * sb];
+                    }
+                    y[r * d + j] = v;
                 }
-                y[r * d + j] = v;
+                means[r] = mean;
+                invs[r] = inv;
             }
-            means[r] = mean;
-            invs[r] = inv;
-        }
-        let st = stat_shape(&x.shape, a);
-        let want = |k: usize| outputs.get(k).copied().flatten().is_some();
-        Ok(vec![
-            Tensor::f32(x.shape.clone(), y),
-            if want(1) {
-                Tensor::f32(st.clone(), means)
-            } else {
-                Tensor::absent()
-            },
-            if want(2) {
-                Tensor::f32(st, invs)
-            } else {
-                Tensor::absent()
-            },
-        ])
+            let st = stat_shape(&x.shape, a);
+            let want = |k: usize| outputs.get(k).copied().flatten().is_some();
+            Ok(vec![
+                Tensor::real::<R>(x.shape.clone(), y),
+                if want(1) {
+                    Tensor::real::<R>(st.clone(), means)
+                } else {
+                    Tensor::absent()
+                },
+                if want(2) {
+                    Tensor::real::<R>(st, invs)
+                } else {
+                    Tensor::absent()
+                },
+            ])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let x = cx.input(0)?.clone();
@@ -689,65 +693,66 @@ impl Op for LayerNormGrad {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
-        let ts: Vec<&Tensor> = (0..5).map(|i| arg(inputs, i)).collect::<Result<_, _>>()?;
-        let tys: Vec<TensorType> = ts.iter().map(|t| t.ty()).collect();
-        let (a, rows, d) = self.check([&tys[0], &tys[1], &tys[2], &tys[3], &tys[4]])?;
-        let (dy, x, sc, mean, inv) = (
-            ts[0].as_f32(),
-            ts[1].as_f32(),
-            ts[2].as_f32(),
-            ts[3].as_f32(),
-            ts[4].as_f32(),
-        );
-        let mut dx = vec![0f32; x.len()];
-        for r in 0..rows {
-            let (m, iv) = (mean[r], inv[r]);
-            let mut sg = 0f32;
-            let mut sgx = 0f32;
-            for j in 0..d {
-                let g = dy[r * d + j] * sc[j];
-                sg += g;
-                sgx += g * ((x[r * d + j] - m) * iv);
-            }
-            let mg = sg / d as f32;
-            let mgx = sgx / d as f32;
-            for j in 0..d {
-                let g = dy[r * d + j] * sc[j];
-                let xh = (x[r * d + j] - m) * iv;
-                dx[r * d + j] = iv * (g - mg - xh * mgx);
-            }
-        }
-        let mut ds = vec![0f32; d];
-        let mut db = vec![0f32; d];
-        for j in 0..d {
-            let (mut s, mut b) = (0f32, 0f32);
+        crate::by_real!(inputs, R => {
+            let ts: Vec<&Tensor> = (0..5).map(|i| arg(inputs, i)).collect::<Result<_, _>>()?;
+            let tys: Vec<TensorType> = ts.iter().map(|t| t.ty()).collect();
+            let (a, rows, d) = self.check([&tys[0], &tys[1], &tys[2], &tys[3], &tys[4]])?;
+            let (dy, x, sc, mean, inv) = (
+                ts[0].as_real::<R>(),
+                ts[1].as_real::<R>(),
+                ts[2].as_real::<R>(),
+                ts[3].as_real::<R>(),
+                ts[4].as_real::<R>(),
+            );
+            let mut dx = vec![R::ZERO; x.len()];
             for r in 0..rows {
-                let g = dy[r * d + j];
-                s += g * ((x[r * d + j] - mean[r]) * inv[r]);
-                b += g;
+                let (m, iv) = (mean[r], inv[r]);
+                let (mut sg, mut sgx) = (Psum::new(), Psum::new());
+                for j in 0..d {
+                    let g = dy[r * d + j] * sc[j];
+                    sg.add(g);
+                    sgx.add(g * ((x[r * d + j] - m) * iv));
+                }
+                let mg = sg.total() / R::from_usize(d);
+                let mgx = sgx.total() / R::from_usize(d);
+                for j in 0..d {
+                    let g = dy[r * d + j] * sc[j];
+                    let xh = (x[r * d + j] - m) * iv;
+                    dx[r * d + j] = iv * (g - mg - xh * mgx);
+                }
             }
-            ds[j] = s;
-            db[j] = b;
-        }
-        let ps = tys[1].shape[a..].to_vec();
-        let want = |k: usize| outputs.get(k).copied().flatten().is_some();
-        Ok(vec![
-            if want(0) {
-                Tensor::f32(tys[1].shape.clone(), dx)
-            } else {
-                Tensor::absent()
-            },
-            if want(1) {
-                Tensor::f32(ps.clone(), ds)
-            } else {
-                Tensor::absent()
-            },
-            if want(2) {
-                Tensor::f32(ps, db)
-            } else {
-                Tensor::absent()
-            },
-        ])
+            let mut ds = vec![R::ZERO; d];
+            let mut db = vec![R::ZERO; d];
+            for j in 0..d {
+                let (mut s, mut b) = (Psum::new(), Psum::new());
+                for r in 0..rows {
+                    let g = dy[r * d + j];
+                    s.add(g * ((x[r * d + j] - mean[r]) * inv[r]));
+                    b.add(g);
+                }
+                ds[j] = s.total();
+                db[j] = b.total();
+            }
+            let ps = tys[1].shape[a..].to_vec();
+            let want = |k: usize| outputs.get(k).copied().flatten().is_some();
+            Ok(vec![
+                if want(0) {
+                    Tensor::real::<R>(tys[1].shape.clone(), dx)
+                } else {
+                    Tensor::absent()
+                },
+                if want(1) {
+                    Tensor::real::<R>(ps.clone(), ds)
+                } else {
+                    Tensor::absent()
+                },
+                if want(2) {
+                    Tensor::real::<R>(ps, db)
+                } else {
+                    Tensor::absent()
+                },
+            ])
+        })
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         let ins: Vec<_> = (0..5)

@@ -113,19 +113,19 @@ pub fn grad_pair_type(
 }
 
 /// The reference kernel of such an op: `f(dy, t)` per element.
-pub fn grad_pair_eval(
+pub fn grad_pair_eval<R: crate::tensor::Real>(
     inputs: &[Option<&crate::tensor::Tensor>],
-    f: impl Fn(f32, f32) -> f32,
+    f: impl Fn(R, R) -> R,
 ) -> Result<Vec<crate::tensor::Tensor>, OpError> {
     let dy = super::arg(inputs, 0)?;
     let t = super::arg(inputs, 1)?;
     let v = dy
-        .as_f32()
+        .as_real::<R>()
         .iter()
-        .zip(t.as_f32())
+        .zip(t.as_real::<R>())
         .map(|(&d, &x)| f(d, x))
         .collect();
-    Ok(vec![crate::tensor::Tensor::f32(dy.shape.clone(), v)])
+    Ok(vec![crate::tensor::Tensor::real(dy.shape.clone(), v)])
 }
 
 /// The C call of such an op: `func` with fields `dy`, `t` (its name in the
@@ -146,4 +146,60 @@ pub fn grad_pair_emit(
     fields.extend(extra.iter().cloned());
     cx.kernel(func, &fields);
     Ok(())
+}
+
+/// Pairwise summation of a stream (`st_psum` in the C runtime, addition
+/// for addition): `s[i]` holds the sum of a block of 2^i terms, the set
+/// bits of `n` say which are full; adding a term merges equal blocks
+/// (older + newer) like a binary carry, and the total adds the blocks from
+/// the smallest up. Its rounding error grows with log2 of the length where
+/// a running sum's grows linearly; the sums that feed statistics and
+/// gradients use it.
+#[derive(Clone, Copy, Debug)]
+pub struct Psum<R> {
+    s: [R; 32],
+    n: u32,
+}
+
+impl<R: crate::tensor::Real> Default for Psum<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: crate::tensor::Real> Psum<R> {
+    pub fn new() -> Self {
+        Psum {
+            s: [R::ZERO; 32],
+            n: 0,
+        }
+    }
+    pub fn add(&mut self, v: R) {
+        let mut v = v;
+        let mut i = 0;
+        while (self.n >> i) & 1 == 1 {
+            v = self.s[i] + v;
+            i += 1;
+        }
+        self.s[i] = v;
+        self.n += 1;
+    }
+    pub fn total(&self) -> R {
+        let mut t = R::ZERO;
+        let mut first = true;
+        for i in 0..32 {
+            if (self.n >> i) & 1 == 1 {
+                t = if first { self.s[i] } else { self.s[i] + t };
+                first = false;
+            }
+        }
+        t
+    }
+}
+
+/// The pairwise sum of `v` (as [`Psum`]).
+pub fn psum<R: crate::tensor::Real>(v: impl IntoIterator<Item = R>) -> R {
+    let mut p = Psum::new();
+    v.into_iter().for_each(|x| p.add(x));
+    p.total()
 }
