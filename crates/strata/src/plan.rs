@@ -93,14 +93,10 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
     out
 }
 
-/// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
-/// `time_limit`, whichever comes first.
-pub fn plan(
-    p: &Program,
-    capacity: u64,
-    time_limit: Duration,
-    node_limit: u64,
-) -> Result<MemoryPlan> {
+/// The storage groups of a program with their lifetimes over its node
+/// order and their sizes rounded up to [`ALIGN`] (offsets still 0), and each
+/// tensor's group. This is the placement problem the planner solves.
+pub fn lifetimes(p: &Program) -> (Vec<Option<usize>>, Vec<Group>) {
     let g = &p.graph;
     let group_of = groups(p);
     let n_groups = group_of.iter().flatten().max().map_or(0, |m| m + 1);
@@ -153,12 +149,17 @@ pub fn plan(
         grp.upper = grp.upper.max(grp.lower + 1);
         grp.size = grp.size.div_ceil(ALIGN) * ALIGN;
     }
-    let problem = memplan::Problem {
+    (group_of, gs)
+}
+
+/// The placement problem of [`lifetimes`] for `memplan`.
+fn problem(p: &Program, gs: &[Group], capacity: Option<u64>) -> memplan::Problem {
+    memplan::Problem {
         buffers: gs
             .iter()
             .enumerate()
             .map(|(i, grp)| memplan::Buffer {
-                id: format!("{i}:{}", g.name(grp.tensors[0])),
+                id: format!("{i}:{}", p.graph.name(grp.tensors[0])),
                 lower: grp.lower,
                 upper: grp.upper,
                 size: grp.size,
@@ -166,8 +167,28 @@ pub fn plan(
                 offset: None,
             })
             .collect(),
-        capacity: Some(capacity),
-    };
+        capacity,
+    }
+}
+
+/// The planner's lower bound for the program in its current node order:
+/// the most bytes live at one time (no placement can use less).
+pub fn live_peak(p: &Program) -> u64 {
+    let (_, gs) = lifetimes(p);
+    memplan::lower_bound(&problem(p, &gs, None))
+}
+
+/// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
+/// `time_limit`, whichever comes first.
+pub fn plan(
+    p: &Program,
+    capacity: u64,
+    time_limit: Duration,
+    node_limit: u64,
+) -> Result<MemoryPlan> {
+    let g = &p.graph;
+    let (group_of, mut gs) = lifetimes(p);
+    let problem = problem(p, &gs, Some(capacity));
     let sol = memplan::solve(
         &problem,
         &memplan::Options {
