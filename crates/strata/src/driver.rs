@@ -10,6 +10,7 @@ use crate::fixture::{self, Comparison, Fixture, Results};
 use crate::ops::Registry;
 use crate::plan::{self, MemoryPlan};
 use crate::program::Program;
+use crate::schedule::{self, Schedule};
 
 /// Default L2 budget: Siracusa's ~2 MB of L2, as the peer uses for data.
 pub const DEFAULT_L2: u64 = 2 * 1024 * 1024;
@@ -39,6 +40,12 @@ impl Loaded {
     pub fn program(&self) -> &Program {
         match self {
             Loaded::Fixture(f) => &f.program,
+            Loaded::Program(p) => p,
+        }
+    }
+    pub fn program_mut(&mut self) -> &mut Program {
+        match self {
+            Loaded::Fixture(f) => &mut f.program,
             Loaded::Program(p) => p,
         }
     }
@@ -110,6 +117,21 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
         p.nodes_total() - p.train_end
     )
     .unwrap();
+    if let Some(r) = &p.schedule {
+        writeln!(
+            s,
+            "schedule {}: peak live bytes {} in the ONNX order, {} in the chosen order ({} nodes moved, {} outputs written over a dying input)",
+            match r.schedule {
+                Schedule::Onnx => "onnx",
+                Schedule::Memory => "memory",
+            },
+            r.onnx_peak,
+            r.chosen_peak,
+            r.moved,
+            r.reused
+        )
+        .unwrap();
+    }
     writeln!(
         s,
         "{:>10} {:>10} {:>6} {:>6}  tensors",
@@ -136,10 +158,49 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
         )
         .unwrap();
     }
+    writeln!(
+        s,
+        "\nnode order: position, position in the ONNX order, node (op)"
+    )
+    .unwrap();
+    for (k, n) in g.nodes.iter().enumerate() {
+        let onnx = p.schedule.as_ref().map_or(k, |r| r.onnx_position[k]);
+        let over: Vec<String> = p
+            .reuse
+            .iter()
+            .filter(|r| r.node.idx() == k)
+            .filter_map(|r| {
+                let (o, i) = (
+                    n.outputs.get(r.output)?.as_ref()?,
+                    n.inputs.get(r.input)?.as_ref()?,
+                );
+                Some(format!("`{}` over `{}`", g.name(*o), g.name(*i)))
+            })
+            .collect();
+        writeln!(
+            s,
+            "{}{:>6} {:>6}  {} ({}){}",
+            if k == p.train_end {
+                "  optimizer:\n"
+            } else {
+                ""
+            },
+            k,
+            onnx,
+            n.name,
+            n.op_type,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!(": writes {}", over.join(", "))
+            }
+        )
+        .unwrap();
+    }
     s
 }
 
-/// Compile: plan and write the C project (with a harness when the input has data).
+/// Compile with the memory-aware schedule (see [`compile_with`]).
 pub fn compile(
     input: &Path,
     optimizer: Option<&Path>,
@@ -147,7 +208,20 @@ pub fn compile(
     out: &Path,
     reg: &Registry,
 ) -> Result<(Loaded, MemoryPlan)> {
-    let loaded = load_program(input, optimizer, reg)?;
+    compile_with(input, optimizer, l2, Schedule::Memory, out, reg)
+}
+
+/// Compile: schedule, plan and write the C project (with a harness when the input has data).
+pub fn compile_with(
+    input: &Path,
+    optimizer: Option<&Path>,
+    l2: u64,
+    sched: Schedule,
+    out: &Path,
+    reg: &Registry,
+) -> Result<(Loaded, MemoryPlan)> {
+    let mut loaded = load_program(input, optimizer, reg)?;
+    schedule::apply(loaded.program_mut(), sched)?;
     let p = loaded.program();
     let plan = plan_program(p, l2)?;
     let harness = match &loaded {
@@ -186,6 +260,11 @@ pub struct CheckReport {
     pub lower_bound_bytes: std::collections::BTreeMap<String, u64>,
     /// Read-only constants outside the arena (bytes).
     pub constant_bytes: u64,
+    /// The schedule run, and the planner's lower bound (peak live bytes) in
+    /// the ONNX order and in the order run.
+    pub schedule: Schedule,
+    pub onnx_order_peak_bytes: u64,
+    pub chosen_order_peak_bytes: u64,
     pub tolerance: fixture::Tolerance,
     #[serde(skip)]
     pub results: Option<Results>,
@@ -193,7 +272,7 @@ pub struct CheckReport {
     pub c_output: String,
 }
 
-/// Run a fixture through an engine and compare it with its reference.
+/// Check with the memory-aware schedule (see [`check_with`]).
 pub fn check(
     dir: &Path,
     engine: Engine,
@@ -201,7 +280,21 @@ pub fn check(
     workdir: Option<&Path>,
     reg: &Registry,
 ) -> Result<CheckReport> {
-    let f = fixture::load(dir, reg)?;
+    check_with(dir, engine, l2, Schedule::Memory, workdir, reg)
+}
+
+/// Run a fixture through an engine, in the schedule `sched`, and compare it
+/// with its reference.
+pub fn check_with(
+    dir: &Path,
+    engine: Engine,
+    l2: u64,
+    sched: Schedule,
+    workdir: Option<&Path>,
+    reg: &Registry,
+) -> Result<CheckReport> {
+    let mut f = fixture::load(dir, reg)?;
+    schedule::apply(&mut f.program, sched)?;
     let plan = plan_program(&f.program, l2)?;
     let (results, c_output, c_ok) = match engine {
         Engine::Interp => (fixture::run_interp(&f)?, String::new(), None),
@@ -249,6 +342,9 @@ pub fn check(
         arena_bytes: level(plan.arena_bytes),
         lower_bound_bytes: level(plan.lower_bound),
         constant_bytes: plan.constant_bytes,
+        schedule: sched,
+        onnx_order_peak_bytes: f.program.schedule.as_ref().map_or(0, |r| r.onnx_peak),
+        chosen_order_peak_bytes: f.program.schedule.as_ref().map_or(0, |r| r.chosen_peak),
         tolerance: f.tolerance,
         results: Some(results),
         c_output,

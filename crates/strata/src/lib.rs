@@ -18,6 +18,7 @@ pub mod onnx;
 pub mod ops;
 pub mod plan;
 pub mod program;
+pub mod schedule;
 pub mod tensor;
 pub mod testing;
 pub mod verify;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use strata::driver::{self, Engine};
 use strata::ops::Registry;
+use strata::schedule::Schedule;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +37,9 @@ enum Cmd {
         /// Output directory for the C project.
         #[arg(short, long)]
         output: PathBuf,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
     /// Run a fixture (training program or kernel test) through an engine and compare with its reference.
     Check {
@@ -52,6 +56,9 @@ enum Cmd {
         /// Print one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
     /// Solve a memory-planning instance in MiniMalloc's CSV format (id,lower,upper,size[,alignment][,offset]).
     Plan {
@@ -83,6 +90,9 @@ enum Cmd {
         /// Where the C project is written.
         #[arg(short, long, default_value = "out/example")]
         output: PathBuf,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
 }
 
@@ -106,13 +116,15 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             target,
             l2,
             output,
+            schedule,
         } => {
             if target != "host" {
                 return Err(strata::Error::Usage(format!(
                     "unknown target `{target}` (supported: host)"
                 )));
             }
-            let (loaded, plan) = driver::compile(&input, optimizer.as_deref(), l2, &output, reg)?;
+            let (loaded, plan) =
+                driver::compile_with(&input, optimizer.as_deref(), l2, schedule, &output, reg)?;
             let p = loaded.program();
             println!(
                 "wrote {} ({} nodes: {} training, {} optimizer)",
@@ -125,6 +137,18 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 "L2 arena {} bytes, lower bound {} bytes, capacity {} bytes",
                 plan.arena_bytes, plan.lower_bound, plan.capacity
             );
+            if let Some(s) = &p.schedule {
+                println!(
+                    "peak live bytes {} in the ONNX order, {} in the chosen order (--schedule {})",
+                    s.onnx_peak,
+                    s.chosen_peak,
+                    if schedule == Schedule::Memory {
+                        "memory"
+                    } else {
+                        "onnx"
+                    }
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Check {
@@ -133,8 +157,9 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             l2,
             workdir,
             json,
+            schedule,
         } => {
-            let r = driver::check(&dir, engine, l2, workdir.as_deref(), reg)?;
+            let r = driver::check_with(&dir, engine, l2, schedule, workdir.as_deref(), reg)?;
             if json {
                 println!("{}", serde_json::to_string(&r).expect("report serializes"));
             } else {
@@ -162,6 +187,16 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     "  L2 arena {} bytes, lower bound {} bytes; read-only constants {} bytes",
                     r.arena_bytes["L2"], r.lower_bound_bytes["L2"], r.constant_bytes
                 );
+                println!(
+                    "  peak live bytes {} in the ONNX order, {} in the order run (--schedule {})",
+                    r.onnx_order_peak_bytes,
+                    r.chosen_order_peak_bytes,
+                    if schedule == Schedule::Memory {
+                        "memory"
+                    } else {
+                        "onnx"
+                    }
+                );
             }
             Ok(if r.ok {
                 ExitCode::SUCCESS
@@ -185,8 +220,13 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             output.as_deref(),
             json,
         ),
-        Cmd::Run { dir, l2, output } => {
-            let r = driver::check(&dir, Engine::C, l2, Some(&output), reg)?;
+        Cmd::Run {
+            dir,
+            l2,
+            output,
+            schedule,
+        } => {
+            let r = driver::check_with(&dir, Engine::C, l2, schedule, Some(&output), reg)?;
             print!("{}", r.c_output);
             println!(
                 "C project in {}; L2 arena {} bytes (lower bound {} bytes); read-only constants {} bytes",

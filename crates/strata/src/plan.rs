@@ -37,6 +37,10 @@ pub struct MemoryPlan {
     /// data), emitted as C arrays: on a device they live in L2 as well.
     pub constant_bytes: u64,
     pub optimal: bool,
+    /// The schedule the lifetimes are over (`None`: the program was not scheduled).
+    pub schedule: Option<crate::schedule::Report>,
+    /// Outputs written over an input that dies at their node.
+    pub reuse: Vec<crate::schedule::Reuse>,
     pub groups: Vec<Group>,
     /// Per tensor: its group, or `None` when it lives outside the arena (read-only constants).
     #[serde(skip)]
@@ -72,6 +76,19 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
                     let (lo, hi) = (ri.min(ro), ri.max(ro));
                     parent[hi] = lo;
                 }
+            }
+        }
+    }
+    // Outputs the schedule writes over a dying input share its home.
+    for r in &p.reuse {
+        let node = g.node(r.node);
+        if let (Some(Some(i)), Some(Some(o))) =
+            (node.inputs.get(r.input), node.outputs.get(r.output))
+        {
+            let (ri, ro) = (find(&mut parent, i.idx()), find(&mut parent, o.idx()));
+            if ri != ro {
+                let (lo, hi) = (ri.min(ro), ri.max(ro));
+                parent[hi] = lo;
             }
         }
     }
@@ -227,6 +244,8 @@ pub fn plan(
         arena_bytes: sol.peak,
         lower_bound: sol.lower_bound,
         optimal: sol.optimal,
+        schedule: p.schedule.clone(),
+        reuse: p.reuse.clone(),
         constant_bytes: g
             .constants
             .iter()
