@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::ir::TensorId;
+use crate::ops::AliasKind;
 use crate::program::{Program, Role};
 
 /// Every buffer's offset is a multiple of this (the widest element, and DMA friendly).
@@ -331,24 +332,64 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
         }
     }
     let group = |t: &TensorId| plan.group_of[t.idx()];
+    // Which tensors' values a group's bytes hold: a view adds its output; an
+    // in-place update of persistent state keeps the state's name (later
+    // readers want the new value); any other write, and an output the
+    // schedule writes over a dying input, leaves only the output valid.
+    let mut valid = vec![false; g.tensors.len()];
+    let mut clobbered: Vec<Option<usize>> = vec![None; g.tensors.len()];
+    for (t, v) in valid.iter_mut().enumerate() {
+        let r = p.roles[t];
+        *v = matches!(r, Role::Data | Role::Flag) || r.persistent();
+    }
     for (i, node) in g.nodes.iter().enumerate() {
         for t in node.inputs.iter().flatten() {
             if let Some(gi) = group(t) {
                 if !holds(&owned, gi) {
                     return fail(format!("node `{}` (position {i}) reads `{}`, whose bytes [{}, {}) were overwritten", node.name, g.name(*t), plan.groups[gi].offset, plan.groups[gi].offset + plan.groups[gi].size));
                 }
+                if !valid[t.idx()] {
+                    return fail(format!(
+                        "node `{}` (position {i}) reads `{}`, whose bytes {}",
+                        node.name,
+                        g.name(*t),
+                        match clobbered[t.idx()] {
+                            Some(w) => format!(
+                                "node `{}` (position {w}) overwrote in place",
+                                g.nodes[w].name
+                            ),
+                            None => "hold no value of it yet".to_string(),
+                        }
+                    ));
+                }
             }
         }
-        for t in node.outputs.iter().flatten() {
-            if let Some(gi) = group(t) {
-                let grp = &plan.groups[gi];
-                claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+        let aliases = node.op.aliases();
+        for (k, t) in node.outputs.iter().enumerate() {
+            let Some(t) = t else { continue };
+            let Some(gi) = group(t) else { continue };
+            let grp = &plan.groups[gi];
+            claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+            let source = |a_in: usize| node.inputs.get(a_in).copied().flatten();
+            let keeps = aliases.iter().any(|a| {
+                a.output == k
+                    && source(a.input)
+                        .is_some_and(|i| a.kind == AliasKind::View || p.role(i).persistent())
+            });
+            if !keeps {
+                for &u in &grp.tensors {
+                    if valid[u.idx()] && u != *t {
+                        valid[u.idx()] = false;
+                        clobbered[u.idx()] = Some(i);
+                    }
+                }
             }
+            valid[t.idx()] = true;
         }
         if i + 1 == p.train_end {
             for t in &p.outputs {
                 if let Some(gi) = group(t) {
-                    if !holds(&owned, gi) {
+                    if !holds(&owned, gi) || !valid[t.idx()] {
                         return fail(format!(
                             "output `{}` is overwritten before the step ends",
                             g.name(*t)

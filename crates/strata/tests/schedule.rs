@@ -2,8 +2,9 @@
 //! before its producer, a state update moved across a read of its old or new
 //! value, the training step and optimizer mixed are all rejected), the
 //! chosen order never raises the peak and keeps every result bit for bit,
-//! and on the Deeploy training programs strata's L2 footprint is no larger
-//! than the peer's.
+//! in-place reuse is proven by the plan checker (a reuse that clobbers a
+//! value still to be read is caught), and on the Deeploy training programs
+//! strata's L2 footprint is no larger than the peer's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use strata::interp;
 use strata::ir::NodeId;
 use strata::ops::Registry;
 use strata::program::Program;
-use strata::schedule::{self, Schedule};
+use strata::schedule::{self, Reuse, Schedule};
 use strata::tensor::Tensor;
 use strata::testing::onnx_build::{f32_init, model, node, value};
 use strata::testing::{attr_i, shared_dir, Rng, PEER_TRAINING_L2};
@@ -142,6 +143,59 @@ fn a_valid_reorder_keeps_the_results() {
     let r = m.schedule.clone().unwrap();
     assert!(r.chosen_peak <= r.onnx_peak);
     driver::plan_program(&m, 1 << 20).unwrap();
+}
+
+/// x -> a = Relu(x) -> b = Relu(a) -> c = Add(a, b) -> d = Relu(c): `a` is
+/// still read after `b`, so only `c` (where `a` and `b` die) and `d` may
+/// write over an input.
+fn chain_program() -> Program {
+    single(model(
+        vec![
+            node("Relu", "", &["x"], &["a"], vec![]),
+            node("Relu", "", &["a"], &["b"], vec![]),
+            node("Add", "", &["a", "b"], &["c"], vec![]),
+            node("Relu", "", &["c"], &["d"], vec![]),
+        ],
+        vec![value("x", 1, &[8, 8])],
+        vec![value("d", 1, &[8, 8])],
+        vec![],
+    ))
+}
+
+#[test]
+fn reuse_writes_over_dying_inputs_and_the_checker_proves_it() {
+    let mut p = chain_program();
+    schedule::apply(&mut p, Schedule::Memory).unwrap();
+    let over: Vec<(String, usize)> = p
+        .reuse
+        .iter()
+        .map(|r| (p.graph.node(r.node).name.clone(), r.input))
+        .collect();
+    assert_eq!(
+        over,
+        [("Add_c".to_string(), 0), ("Relu_d".to_string(), 0)],
+        "x is data (never overwritten); a lives past Relu_b"
+    );
+    let plan = driver::plan_program(&p, 1 << 20).unwrap();
+    let g = &p.graph;
+    let off = |n: &str| plan.offset(g.find(n).unwrap()).unwrap();
+    assert_eq!(off("a"), off("c"));
+    assert_eq!(off("c"), off("d"));
+    // Two 256-byte values live at once instead of three.
+    let r = p.schedule.as_ref().unwrap();
+    assert_eq!((r.onnx_peak, r.chosen_peak), (3 * 256, 2 * 256));
+    // A reuse that clobbers a value still to be read fails the plan check.
+    let mut bad = chain_program();
+    bad.reuse.push(Reuse {
+        node: NodeId(1),
+        output: 0,
+        input: 0,
+    });
+    let e = driver::plan_program(&bad, 1 << 20).unwrap_err().to_string();
+    assert!(
+        e.contains("node `Add_c` (position 2) reads `a`, whose bytes node `Relu_b` (position 1) overwrote in place"),
+        "{e}"
+    );
 }
 
 /// A random single graph over Gemm, Relu, ReluGrad, Add and Mul (as
