@@ -648,7 +648,9 @@ impl Model {
                         }
                     }
                     // Insertion points in the order without the block.
-                    let hi = hi - len;
+                    let Some(hi) = hi.checked_sub(len) else {
+                        continue;
+                    };
                     let block: Vec<usize> = block.to_vec();
                     let mut rest = order.clone();
                     rest.drain(k..k + len);
