@@ -1,6 +1,6 @@
 //! The compiler's passes as explicit steps, and the two jobs the CLI runs:
-//! `compile` (program → plan → C project) and `check` (fixture → engine →
-//! comparison with the reference).
+//! `compile` (program → schedule → plan → C project) and `check` (fixture →
+//! schedule → engine → comparison with the reference).
 
 use std::path::Path;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! training program as one static memory plan, and emits C.
 //!
 //! The pipeline, one visible step after another (see [`driver`]):
-//! `import → verify → program (train + optimizer) → plan → check → emit`.
+//! `import → verify → program (train + optimizer) → schedule → plan → check → emit`.
 //! This crate owns the IR, the op set (shape rules, reference kernels, C
 //! kernels), the reference interpreter, the plan and its checker, and the C
 //! emitter. Placement itself is the `memplan` crate's job.
