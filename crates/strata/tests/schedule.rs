@@ -271,6 +271,12 @@ fn memory_schedule_of_random_programs_is_valid_lower_and_bit_exact() {
         assert!(r.chosen_peak <= r.onnx_peak, "seed {seed}: {r:?}");
         assert_eq!(r.onnx_peak, strata::plan::live_peak(&p));
         assert_eq!(r.chosen_peak, strata::plan::live_peak(&q));
+        let order: Vec<usize> = (0..q.nodes_total()).collect();
+        assert_eq!(
+            schedule::model_peak(&q, &order),
+            r.chosen_peak,
+            "seed {seed}"
+        );
         lowered += (r.chosen_peak < r.onnx_peak) as usize;
         // The chosen order is a valid order of the original program.
         schedule::check_order(&p, &r.onnx_position).unwrap();
@@ -381,6 +387,13 @@ fn schedule_lowers_every_known_program_and_beats_the_peer() {
             ))
         );
         assert_eq!(plan.lower_bound, r.chosen_peak, "{name}");
+        // The scheduler's model of the plan is exact: it sees the planner's bound.
+        let order: Vec<usize> = (0..f.program.nodes_total()).collect();
+        assert_eq!(
+            schedule::model_peak(&f.program, &order),
+            r.chosen_peak,
+            "{name}"
+        );
         assert_eq!(
             plan.arena_bytes, plan.lower_bound,
             "{name}: plan above its bound"
