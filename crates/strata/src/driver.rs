@@ -1,6 +1,6 @@
 //! The compiler's passes as explicit steps, and the two jobs the CLI runs:
-//! `compile` (program → plan → C project) and `check` (fixture → engine →
-//! comparison with the reference).
+//! `compile` (program → schedule → plan → C project) and `check` (fixture →
+//! schedule → engine → comparison with the reference).
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use crate::outdir;
 use crate::plan::{self, MemoryPlan};
 use crate::platform::Platform;
 use crate::program::Program;
+use crate::schedule::{self, Schedule};
 use crate::sim;
 use crate::tile;
 
@@ -50,6 +51,8 @@ pub struct Target {
     pub l1: Option<u64>,
     pub buffering: Buffering,
     pub platform: Platform,
+    /// The node order: chosen for memory, or the files' own.
+    pub schedule: Schedule,
 }
 
 impl Target {
@@ -60,6 +63,7 @@ impl Target {
             l1: Some(DEFAULT_L1),
             buffering: Buffering::Double,
             platform: Platform::default(),
+            schedule: Schedule::Memory,
         }
     }
     fn lowering(&self) -> tile::Options {
@@ -89,6 +93,12 @@ impl Loaded {
     pub fn program(&self) -> &Program {
         match self {
             Loaded::Fixture(f) => &f.program,
+            Loaded::Program(p) => p,
+        }
+    }
+    pub fn program_mut(&mut self) -> &mut Program {
+        match self {
+            Loaded::Fixture(f) => &mut f.program,
             Loaded::Program(p) => p,
         }
     }
@@ -160,6 +170,21 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
         p.nodes_total() - p.train_end
     )
     .unwrap();
+    if let Some(r) = &p.schedule {
+        writeln!(
+            s,
+            "schedule {}: peak live bytes {} in the ONNX order, {} in the chosen order ({} nodes moved, {} outputs written over a dying input)",
+            match r.schedule {
+                Schedule::Onnx => "onnx",
+                Schedule::Memory => "memory",
+            },
+            r.onnx_peak,
+            r.chosen_peak,
+            r.moved,
+            r.reused
+        )
+        .unwrap();
+    }
     writeln!(
         s,
         "{:>10} {:>10} {:>6} {:>6}  tensors",
@@ -183,6 +208,45 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
             grp.lower,
             grp.upper,
             names.join(", ")
+        )
+        .unwrap();
+    }
+    writeln!(
+        s,
+        "\nnode order: position, position in the ONNX order, node (op)"
+    )
+    .unwrap();
+    for (k, n) in g.nodes.iter().enumerate() {
+        let onnx = p.schedule.as_ref().map_or(k, |r| r.onnx_position[k]);
+        let over: Vec<String> = p
+            .reuse
+            .iter()
+            .filter(|r| r.node.idx() == k)
+            .filter_map(|r| {
+                let (o, i) = (
+                    n.outputs.get(r.output)?.as_ref()?,
+                    n.inputs.get(r.input)?.as_ref()?,
+                );
+                Some(format!("`{}` over `{}`", g.name(*o), g.name(*i)))
+            })
+            .collect();
+        writeln!(
+            s,
+            "{}{:>6} {:>6}  {} ({}){}",
+            if k == p.train_end {
+                "  optimizer:\n"
+            } else {
+                ""
+            },
+            k,
+            onnx,
+            n.name,
+            n.op_type,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!(": writes {}", over.join(", "))
+            }
         )
         .unwrap();
     }
@@ -266,6 +330,8 @@ pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
         "lower_bound": plan.lower_bound,
         "constant_bytes": plan.constant_bytes,
         "optimal": plan.optimal,
+        "schedule": plan.schedule,
+        "reuse": plan.reuse,
         "groups": groups,
     });
     serde_json::to_string_pretty(&v).expect("plan serializes")
@@ -299,8 +365,22 @@ pub fn compile(
     compile_for(input, optimizer, &Target::with_l2(l2), out, reg).map(|(l, p, _)| (l, p))
 }
 
-/// Compile for a target: plan, lower and write the C project into `out`
-/// by the rules of [`crate::outdir`], as [`compile`].
+/// Compile in the schedule `sched` (see [`compile_for`]).
+pub fn compile_with(
+    input: &Path,
+    optimizer: Option<&Path>,
+    l2: u64,
+    sched: Schedule,
+    out: &Path,
+    reg: &Registry,
+) -> Result<(Loaded, MemoryPlan)> {
+    let mut t = Target::with_l2(l2);
+    t.schedule = sched;
+    compile_for(input, optimizer, &t, out, reg).map(|(l, p, _)| (l, p))
+}
+
+/// Compile for a target: schedule, plan, lower and write the C project into
+/// `out` by the rules of [`crate::outdir`], as [`compile`].
 pub fn compile_for(
     input: &Path,
     optimizer: Option<&Path>,
@@ -309,7 +389,8 @@ pub fn compile_for(
     reg: &Registry,
 ) -> Result<(Loaded, MemoryPlan, Lir)> {
     outdir::produce(out, |dir| {
-        let loaded = load_program(input, optimizer, reg)?;
+        let mut loaded = load_program(input, optimizer, reg)?;
+        schedule::apply(loaded.program_mut(), target.schedule)?;
         let p = loaded.program();
         let plan = plan_program(p, target.l2)?;
         let lir = lower_program(p, &plan, target)?;
@@ -338,6 +419,11 @@ pub struct CheckReport {
     pub lower_bound_bytes: std::collections::BTreeMap<String, u64>,
     /// Read-only constants outside the arena (bytes).
     pub constant_bytes: u64,
+    /// The schedule run, and the planner's lower bound (peak live bytes) in
+    /// the ONNX order and in the order run.
+    pub schedule: Schedule,
+    pub onnx_order_peak_bytes: u64,
+    pub chosen_order_peak_bytes: u64,
     pub tolerance: fixture::Tolerance,
     /// The simulator's cycle counts (engine `sim`), summed over the run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -361,7 +447,7 @@ pub struct CheckReport {
     pub c_output: String,
 }
 
-/// Run a fixture through an engine and compare it with its reference.
+/// Check with the memory-aware schedule (see [`check_with`]).
 pub fn check(
     dir: &Path,
     engine: Engine,
@@ -370,6 +456,21 @@ pub fn check(
     reg: &Registry,
 ) -> Result<CheckReport> {
     check_for(dir, engine, &Target::with_l2(l2), workdir, reg)
+}
+
+/// Run a fixture through an engine, in the schedule `sched`, and compare it
+/// with its reference (see [`check_for`]).
+pub fn check_with(
+    dir: &Path,
+    engine: Engine,
+    l2: u64,
+    sched: Schedule,
+    workdir: Option<&Path>,
+    reg: &Registry,
+) -> Result<CheckReport> {
+    let mut t = Target::with_l2(l2);
+    t.schedule = sched;
+    check_for(dir, engine, &t, workdir, reg)
 }
 
 /// Run a fixture through an engine for a target and compare it with its reference.
@@ -384,7 +485,8 @@ pub fn check_for(
         // The path check first, before anything is read.
         outdir::refuse(w, &outdir::Env::current()?)?;
     }
-    let f = fixture::load(dir, reg)?;
+    let mut f = fixture::load(dir, reg)?;
+    schedule::apply(&mut f.program, target.schedule)?;
     if f.ref_losses.is_none() && f.ref_tensors.is_empty() {
         return Err(Error::Usage(format!(
             "{}: nothing to compare: the fixture has no reference losses or tensors",
@@ -452,6 +554,9 @@ pub fn check_for(
         arena_bytes: level(&lir.arenas),
         lower_bound_bytes: level(&lir.lower_bounds),
         constant_bytes: plan.constant_bytes,
+        schedule: target.schedule,
+        onnx_order_peak_bytes: f.program.schedule.as_ref().map_or(0, |r| r.onnx_peak),
+        chosen_order_peak_bytes: f.program.schedule.as_ref().map_or(0, |r| r.chosen_peak),
         tolerance: f.tolerance,
         cycles: sim_report.as_ref().map(|r| r.cycles.clone()),
         bounds: sim_report.as_ref().map(|r| r.bounds.clone()),

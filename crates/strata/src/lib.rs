@@ -3,7 +3,7 @@
 //! training program as one static memory plan, and emits C.
 //!
 //! The pipeline, one visible step after another (see [`driver`]):
-//! `import → verify → program (train + optimizer) → plan → check → tile and
+//! `import → verify → program (train + optimizer) → schedule → plan → check → tile and
 //! lower → check → emit C / simulate`. This crate owns the IR, the op set
 //! (shape rules, reference kernels, C kernels), the reference interpreter
 //! and its f64 oracle,
@@ -25,6 +25,7 @@ pub mod outdir;
 pub mod plan;
 pub mod platform;
 pub mod program;
+pub mod schedule;
 pub mod sim;
 pub mod tensor;
 pub mod testing;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use strata::driver::{self, Engine};
 use strata::ops::Registry;
+use strata::schedule::Schedule;
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +39,9 @@ enum Cmd {
         /// Output directory for the C project: created, or replaced when it is empty or a previous strata output; anything else is refused.
         #[arg(short, long)]
         output: PathBuf,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
     /// Run a fixture (training program or kernel test) through an engine and compare with its reference.
     Check {
@@ -57,6 +61,9 @@ enum Cmd {
         /// Print one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
     /// Solve a memory-planning instance in MiniMalloc's CSV format (id,lower,upper,size[,alignment][,offset]).
     Plan {
@@ -93,6 +100,9 @@ enum Cmd {
         /// Where the C project, plan.txt and plan.json are written, by the same rules as `compile -o`; default `strata-out/<program>-<hash of its path>` in the current directory.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Node order: `memory` (chosen to lower the peak of live bytes, with in-place reuse) or `onnx` (the files' order).
+        #[arg(long, value_enum, default_value = "memory")]
+        schedule: Schedule,
     },
 }
 
@@ -114,8 +124,9 @@ struct TilingArgs {
 }
 
 impl TilingArgs {
-    fn target(&self, l2: u64) -> strata::Result<driver::Target> {
+    fn target(&self, l2: u64, schedule: Schedule) -> strata::Result<driver::Target> {
         let mut t = driver::Target::with_l2(l2);
+        t.schedule = schedule;
         t.l1 = (!self.untiled).then_some(self.l1);
         t.buffering = self.buffering;
         for a in &self.params {
@@ -146,6 +157,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             l2,
             tiling,
             output,
+            schedule,
         } => {
             if target != "host" {
                 return Err(strata::Error::Usage(format!(
@@ -155,7 +167,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             let (loaded, plan, lir) = driver::compile_for(
                 &input,
                 optimizer.as_deref(),
-                &tiling.target(l2)?,
+                &tiling.target(l2, schedule)?,
                 &output,
                 reg,
             )?;
@@ -171,6 +183,18 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 "L2 arena {} bytes, lower bound {} bytes, capacity {} bytes",
                 plan.arena_bytes, plan.lower_bound, plan.capacity
             );
+            if let Some(s) = &p.schedule {
+                println!(
+                    "peak live bytes {} in the ONNX order, {} in the chosen order (--schedule {})",
+                    s.onnx_peak,
+                    s.chosen_peak,
+                    if schedule == Schedule::Memory {
+                        "memory"
+                    } else {
+                        "onnx"
+                    }
+                );
+            }
             if let Some(l1) = lir.arenas.get(&strata::lir::Level::L1) {
                 println!(
                     "L1 arena {l1} bytes; {} DMA commands per training step",
@@ -186,8 +210,15 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             tiling,
             workdir,
             json,
+            schedule,
         } => {
-            let r = driver::check_for(&dir, engine, &tiling.target(l2)?, workdir.as_deref(), reg)?;
+            let r = driver::check_for(
+                &dir,
+                engine,
+                &tiling.target(l2, schedule)?,
+                workdir.as_deref(),
+                reg,
+            )?;
             if json {
                 println!("{}", serde_json::to_string(&r).expect("report serializes"));
             } else {
@@ -255,6 +286,16 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                         );
                     }
                 }
+                println!(
+                    "  peak live bytes {} in the ONNX order, {} in the order run (--schedule {})",
+                    r.onnx_order_peak_bytes,
+                    r.chosen_order_peak_bytes,
+                    if schedule == Schedule::Memory {
+                        "memory"
+                    } else {
+                        "onnx"
+                    }
+                );
             }
             Ok(if r.ok {
                 ExitCode::SUCCESS
@@ -283,12 +324,19 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             l2,
             tiling,
             output,
+            schedule,
         } => {
             let output = match output {
                 Some(o) => o,
                 None => default_run_dir(&dir)?,
             };
-            let r = driver::check_for(&dir, Engine::C, &tiling.target(l2)?, Some(&output), reg)?;
+            let r = driver::check_for(
+                &dir,
+                Engine::C,
+                &tiling.target(l2, schedule)?,
+                Some(&output),
+                reg,
+            )?;
             print!("{}", r.c_output);
             println!(
                 "C project in {}; L2 arena {} bytes (lower bound {} bytes); read-only constants {} bytes",

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::ir::TensorId;
+use crate::ops::AliasKind;
 use crate::program::{Program, Role};
 
 /// Every buffer's offset is a multiple of this (the widest element, and DMA friendly).
@@ -37,6 +38,10 @@ pub struct MemoryPlan {
     /// data), emitted as C arrays: on a device they live in L2 as well.
     pub constant_bytes: u64,
     pub optimal: bool,
+    /// The schedule the lifetimes are over (`None`: the program was not scheduled).
+    pub schedule: Option<crate::schedule::Report>,
+    /// Outputs written over an input that dies at their node.
+    pub reuse: Vec<crate::schedule::Reuse>,
     pub groups: Vec<Group>,
     /// Per tensor: its group, or `None` when it lives outside the arena (read-only constants).
     #[serde(skip)]
@@ -75,6 +80,19 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
             }
         }
     }
+    // Outputs the schedule writes over a dying input share its home.
+    for r in &p.reuse {
+        let node = g.node(r.node);
+        if let (Some(Some(i)), Some(Some(o))) =
+            (node.inputs.get(r.input), node.outputs.get(r.output))
+        {
+            let (ri, ro) = (find(&mut parent, i.idx()), find(&mut parent, o.idx()));
+            if ri != ro {
+                let (lo, hi) = (ri.min(ro), ri.max(ro));
+                parent[hi] = lo;
+            }
+        }
+    }
     // Groups rooted at a read-only constant stay out of the arena.
     let mut index = vec![None; n];
     let mut next = 0;
@@ -93,14 +111,10 @@ pub fn groups(p: &Program) -> Vec<Option<usize>> {
     out
 }
 
-/// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
-/// `time_limit`, whichever comes first.
-pub fn plan(
-    p: &Program,
-    capacity: u64,
-    time_limit: Duration,
-    node_limit: u64,
-) -> Result<MemoryPlan> {
+/// The storage groups of a program with their lifetimes over its node
+/// order and their sizes rounded up to [`ALIGN`] (offsets still 0), and each
+/// tensor's group. This is the placement problem the planner solves.
+pub fn lifetimes(p: &Program) -> (Vec<Option<usize>>, Vec<Group>) {
     let g = &p.graph;
     let group_of = groups(p);
     let n_groups = group_of.iter().flatten().max().map_or(0, |m| m + 1);
@@ -153,12 +167,17 @@ pub fn plan(
         grp.upper = grp.upper.max(grp.lower + 1);
         grp.size = grp.size.div_ceil(ALIGN) * ALIGN;
     }
-    let problem = memplan::Problem {
+    (group_of, gs)
+}
+
+/// The placement problem of [`lifetimes`] for `memplan`.
+fn problem(p: &Program, gs: &[Group], capacity: Option<u64>) -> memplan::Problem {
+    memplan::Problem {
         buffers: gs
             .iter()
             .enumerate()
             .map(|(i, grp)| memplan::Buffer {
-                id: format!("{i}:{}", g.name(grp.tensors[0])),
+                id: format!("{i}:{}", p.graph.name(grp.tensors[0])),
                 lower: grp.lower,
                 upper: grp.upper,
                 size: grp.size,
@@ -166,8 +185,28 @@ pub fn plan(
                 offset: None,
             })
             .collect(),
-        capacity: Some(capacity),
-    };
+        capacity,
+    }
+}
+
+/// The planner's lower bound for the program in its current node order:
+/// the most bytes live at one time (no placement can use less).
+pub fn live_peak(p: &Program) -> u64 {
+    let (_, gs) = lifetimes(p);
+    memplan::lower_bound(&problem(p, &gs, None))
+}
+
+/// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
+/// `time_limit`, whichever comes first.
+pub fn plan(
+    p: &Program,
+    capacity: u64,
+    time_limit: Duration,
+    node_limit: u64,
+) -> Result<MemoryPlan> {
+    let g = &p.graph;
+    let (group_of, mut gs) = lifetimes(p);
+    let problem = problem(p, &gs, Some(capacity));
     let sol = memplan::solve(
         &problem,
         &memplan::Options {
@@ -206,6 +245,8 @@ pub fn plan(
         arena_bytes: sol.peak,
         lower_bound: sol.lower_bound,
         optimal: sol.optimal,
+        schedule: p.schedule.clone(),
+        reuse: p.reuse.clone(),
         constant_bytes: g
             .constants
             .iter()
@@ -291,24 +332,64 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
         }
     }
     let group = |t: &TensorId| plan.group_of[t.idx()];
+    // Which tensors' values a group's bytes hold: a view adds its output; an
+    // in-place update of persistent state keeps the state's name (later
+    // readers want the new value); any other write, and an output the
+    // schedule writes over a dying input, leaves only the output valid.
+    let mut valid = vec![false; g.tensors.len()];
+    let mut clobbered: Vec<Option<usize>> = vec![None; g.tensors.len()];
+    for (t, v) in valid.iter_mut().enumerate() {
+        let r = p.roles[t];
+        *v = matches!(r, Role::Data | Role::Flag) || r.persistent();
+    }
     for (i, node) in g.nodes.iter().enumerate() {
         for t in node.inputs.iter().flatten() {
             if let Some(gi) = group(t) {
                 if !holds(&owned, gi) {
                     return fail(format!("node `{}` (position {i}) reads `{}`, whose bytes [{}, {}) were overwritten", node.name, g.name(*t), plan.groups[gi].offset, plan.groups[gi].offset + plan.groups[gi].size));
                 }
+                if !valid[t.idx()] {
+                    return fail(format!(
+                        "node `{}` (position {i}) reads `{}`, whose bytes {}",
+                        node.name,
+                        g.name(*t),
+                        match clobbered[t.idx()] {
+                            Some(w) => format!(
+                                "node `{}` (position {w}) overwrote in place",
+                                g.nodes[w].name
+                            ),
+                            None => "hold no value of it yet".to_string(),
+                        }
+                    ));
+                }
             }
         }
-        for t in node.outputs.iter().flatten() {
-            if let Some(gi) = group(t) {
-                let grp = &plan.groups[gi];
-                claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+        let aliases = node.op.aliases();
+        for (k, t) in node.outputs.iter().enumerate() {
+            let Some(t) = t else { continue };
+            let Some(gi) = group(t) else { continue };
+            let grp = &plan.groups[gi];
+            claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+            let source = |a_in: usize| node.inputs.get(a_in).copied().flatten();
+            let keeps = aliases.iter().any(|a| {
+                a.output == k
+                    && source(a.input)
+                        .is_some_and(|i| a.kind == AliasKind::View || p.role(i).persistent())
+            });
+            if !keeps {
+                for &u in &grp.tensors {
+                    if valid[u.idx()] && u != *t {
+                        valid[u.idx()] = false;
+                        clobbered[u.idx()] = Some(i);
+                    }
+                }
             }
+            valid[t.idx()] = true;
         }
         if i + 1 == p.train_end {
             for t in &p.outputs {
                 if let Some(gi) = group(t) {
-                    if !holds(&owned, gi) {
+                    if !holds(&owned, gi) || !valid[t.idx()] {
                         return fail(format!(
                             "output `{}` is overwritten before the step ends",
                             g.name(*t)

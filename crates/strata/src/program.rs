@@ -70,6 +70,11 @@ pub struct Program {
     pub loss: Option<TensorId>,
     /// Outputs read after the step (the loss; every output for a single graph).
     pub outputs: Vec<TensorId>,
+    /// Node outputs written over an input that dies at the node (see
+    /// `schedule`): plan aliases on top of the ops' own.
+    pub reuse: Vec<crate::schedule::Reuse>,
+    /// The schedule the node order is, once `schedule::apply` chose it.
+    pub schedule: Option<crate::schedule::Report>,
 }
 
 impl Program {
@@ -169,6 +174,8 @@ impl Program {
             learning_rate,
             loss,
             outputs,
+            reuse: Vec::new(),
+            schedule: None,
         };
         p.resolve_in_place()?;
         Ok(p)
@@ -205,6 +212,8 @@ impl Program {
             learning_rate: None,
             loss: None,
             outputs,
+            reuse: Vec::new(),
+            schedule: None,
         };
         p.resolve_in_place()?;
         Ok(p)

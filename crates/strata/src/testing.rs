@@ -350,3 +350,13 @@ pub fn eval_node(
         .collect();
     o.eval(&refs, &outs).map_err(|e| e.0)
 }
+
+/// The peer's published L2 footprint (arena plus constants) of the Deeploy
+/// training programs, and its own peak live bytes where it gives one
+/// (issue 13): what strata's schedule is measured against.
+pub const PEER_TRAINING_L2: &[(&str, u64, Option<u64>)] = &[
+    ("SimpleMLP", 7_476, None),
+    ("Autoencoder", 269_320, Some(269_320)),
+    ("DSCNN", 67_348, None),
+    ("ResNet8", 1_591_128, Some(1_507_288)),
+];

@@ -1,6 +1,10 @@
-//! Compile-time benchmark: for the project's example and the Deeploy training
-//! fixtures, the median wall time of `strata compile` (import, program, plan,
-//! check, emit) over several runs, printed against the 1 s bound as a ratio.
+//! Compile-time and memory benchmark: for the project's examples and the
+//! Deeploy training fixtures, the median wall time of `strata compile`
+//! (import, schedule, program, plan, check, emit) over several runs, printed
+//! against the 1 s bound as a ratio, and the memory the schedule saves: the
+//! planner's lower bound (peak live bytes) in the ONNX order and in the
+//! chosen order, the arena, the L2 footprint (arena plus read-only
+//! constants) and, where the peer published one, its figure and the ratio.
 //! Run: `cargo run --release -p strata --bin strata-bench`.
 
 use std::path::{Path, PathBuf};
@@ -8,6 +12,7 @@ use std::time::Instant;
 
 use strata::driver;
 use strata::ops::Registry;
+use strata::testing::PEER_TRAINING_L2 as PEER;
 
 const BOUND_S: f64 = 1.0;
 const RUNS: usize = 7;
@@ -18,8 +23,21 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("../shared"));
     let mut cases = vec![("example/mlp".to_string(), root.join("examples/mlp"))];
+    let mut ort: Vec<PathBuf> = std::fs::read_dir(root.join("examples/ort"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    ort.sort();
+    for d in ort {
+        let name = format!("ort/{}", d.file_name().unwrap().to_string_lossy());
+        cases.push((name, d));
+    }
     let training = shared.join("fixtures/deeploy/Training");
-    for m in ["SimpleMLP", "Autoencoder", "DSCNN", "ResNet8"] {
+    for (m, _, _) in PEER {
         if training.join(m).is_dir() {
             cases.push((m.to_string(), training.join(m)));
         } else {
@@ -37,8 +55,19 @@ fn main() {
     // Each run replaces the previous run's output (a strata output).
     let out = scratch.path().join("out");
     println!(
-        "{:<14} {:>7} {:>12} {:>12} {:>11} {:>9}",
-        "program", "nodes", "L2 bytes", "lower bound", "compile s", "s / 1 s"
+        "{:<16} {:>5} {:>10} {:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6} {:>9} {:>7}",
+        "program",
+        "nodes",
+        "peak ONNX",
+        "peak ours",
+        "saved",
+        "arena",
+        "footprint",
+        "peer",
+        "peer peak",
+        "ratio",
+        "compile s",
+        "s / 1 s"
     );
     let mut worst: f64 = 0.0;
     for (name, dir) in cases {
@@ -49,7 +78,7 @@ fn main() {
             match driver::compile(&dir, None, driver::DEFAULT_L2, &out, &reg) {
                 Ok(r) => last = Some(r),
                 Err(e) => {
-                    println!("{name:<14} error: {e}");
+                    println!("{name:<16} error: {e}");
                     break;
                 }
             }
@@ -57,14 +86,24 @@ fn main() {
         }
         let Some((loaded, plan)) = last else { continue };
         let p = loaded.program();
+        let s = p.schedule.as_ref().expect("compile schedules the program");
         times.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let median = times[times.len() / 2];
         worst = worst.max(median);
+        let footprint = plan.arena_bytes + plan.constant_bytes;
+        let peer = PEER.iter().find(|(m, _, _)| *m == name);
+        let fmt_opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
         println!(
-            "{name:<14} {:>7} {:>12} {:>12} {:>11.4} {:>9.4}",
+            "{name:<16} {:>5} {:>10} {:>10} {:>5.1}% {:>10} {:>10} {:>10} {:>10} {:>6} {:>9.4} {:>7.4}",
             p.nodes_total(),
+            s.onnx_peak,
+            s.chosen_peak,
+            100.0 * (1.0 - s.chosen_peak as f64 / s.onnx_peak.max(1) as f64),
             plan.arena_bytes,
-            plan.lower_bound,
+            footprint,
+            fmt_opt(peer.map(|x| x.1)),
+            fmt_opt(peer.and_then(|x| x.2)),
+            peer.map_or("-".to_string(), |x| format!("{:.3}", footprint as f64 / x.1 as f64)),
             median,
             median / BOUND_S
         );
@@ -73,6 +112,8 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+    println!("peak: the planner's lower bound (most bytes live at once) in the ONNX order and in the chosen one;");
+    println!("footprint: arena + read-only constants; ratio: footprint / the peer's figure");
     println!(
         "worst median compile time {worst:.4} s = {:.4} of the {BOUND_S} s bound",
         worst / BOUND_S

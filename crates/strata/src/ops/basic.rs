@@ -301,6 +301,9 @@ impl Op for Relu {
         );
         Ok(())
     }
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0)]
+    }
 }
 
 #[derive(Debug)]
@@ -319,6 +322,9 @@ impl Op for ReluGrad {
     }
     fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
         grad_pair_emit(cx, "st_relu_grad", "x", &[])
+    }
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0), (0, 1)]
     }
 }
 

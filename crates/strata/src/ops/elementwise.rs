@@ -219,6 +219,9 @@ impl Op for Binary {
         );
         Ok(())
     }
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0), (0, 1)]
+    }
 }
 
 /// The unary float ops, each as `st_unary` computes it (op code:
@@ -343,6 +346,9 @@ impl Op for Unary {
         );
         Ok(())
     }
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0)]
+    }
 }
 
 /// ONNX Runtime's activation gradients from the forward output `Y`:
@@ -406,5 +412,8 @@ impl Op for ActGrad {
             "y",
             &[("op", op.to_string()), ("alpha", super::c_float(alpha))],
         )
+    }
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        vec![(0, 0), (0, 1)]
     }
 }

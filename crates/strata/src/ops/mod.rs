@@ -164,6 +164,14 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
     fn aliases(&self) -> Vec<Alias> {
         Vec::new()
     }
+    /// (output, input) pairs whose kernel may write the output over the
+    /// input when the two have the same type: element-wise kernels that read
+    /// element `i` of every input before they write element `i` of the
+    /// output. The schedule uses this where the input dies at the node
+    /// (`Program::reuse`); the op's meaning does not change.
+    fn may_overwrite(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
 }
 
 /// A node's attributes, with typed getters that name the attribute on error.
