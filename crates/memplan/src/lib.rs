@@ -250,6 +250,10 @@ impl Deadline {
     }
 }
 
+/// Above this many buffers `solve` runs the greedy local improvement
+/// (`greedy::improve`) before the exact search.
+pub const LARGE: usize = 5_000;
+
 /// Stack of each exact-search thread (virtual: only what the recursion
 /// touches is committed).
 pub(crate) const SEARCH_STACK: usize = 256 << 20;
@@ -260,17 +264,29 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let deadline = Deadline::new(start + opts.time_limit, opts.node_limit);
     validate(p)?;
     let lb = lower_bound(p);
-    let mut offsets = greedy::portfolio(p);
+    let time_up = || Instant::now() >= deadline.at;
+    let mut offsets = greedy::portfolio_until(p, &mut || time_up());
     let mut peak = check::peak_of(p, &offsets);
+    if p.buffers.len() > LARGE && peak > lb {
+        // Large instances: squeaky-wheel passes first (each pass is charged
+        // to the node budget as one node per buffer, so a node-limited
+        // solve stays deterministic; the time limit also cuts a pass short).
+        let mut best = (peak, offsets);
+        greedy::improve(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
+            time_up()
+        });
+        (peak, offsets) = best;
+    }
     let mut proven = lb;
     let minimize = opts.minimize || p.capacity.is_none();
     let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
 
-    let need_search = if minimize {
-        peak > lb
-    } else {
-        !fits(peak) && lb <= p.capacity.unwrap()
-    };
+    let need_search = !time_up()
+        && if minimize {
+            peak > lb
+        } else {
+            !fits(peak) && lb <= p.capacity.unwrap()
+        };
     if need_search {
         let goal = if minimize { lb } else { p.capacity.unwrap() };
         // The exact searches recurse once per node on their path (a dive
