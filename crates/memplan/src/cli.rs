@@ -145,7 +145,7 @@ pub fn somas_like(n: usize, seed: u64) -> crate::Problem {
         let b = end - 1 - f - per;
         let w = sized(&mut r, 12, 22);
         push(&mut bs, 0, end, w);
-        if l % 4 == 0 {
+        if l.is_multiple_of(4) {
             push(&mut bs, 0, end, w);
         }
         let act = sized(&mut r, 16, 23);
