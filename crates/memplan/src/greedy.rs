@@ -247,7 +247,7 @@ pub(crate) fn place(p: &Problem, g: &Graph, order: &[usize], best_fit: bool) -> 
 }
 
 /// Buffers placed between two calls of a pass's `cut` check.
-const CUT_EVERY: usize = 256;
+pub const CUT_EVERY: usize = 256;
 
 /// [`place`], calling `cut` every [`CUT_EVERY`] placements; `None` if it
 /// said stop.
@@ -470,13 +470,13 @@ pub fn portfolio_until(p: &Problem, stop: &mut dyn FnMut() -> bool) -> Vec<u64> 
 }
 
 /// Starting orders of [`improve`]'s squeaky-wheel runs, and passes each.
-const SQUEAK_STARTS: &[(Order, bool)] = &[
+pub const SQUEAK_STARTS: &[(Order, bool)] = &[
     (Order::LoadDesc, false),
     (Order::PeakFirst, false),
     (Order::LoadDesc, true),
     (Order::SizeDesc, true),
 ];
-const SQUEAK_PASSES: usize = 12;
+pub const SQUEAK_PASSES: usize = 12;
 
 /// Local improvement for large instances: squeaky-wheel runs ([`squeak`])
 /// from the orders of [`SQUEAK_STARTS`], each for up to [`SQUEAK_PASSES`]
@@ -597,7 +597,7 @@ fn block(starts: &[u64], t: u64) -> u32 {
 }
 
 /// Entries a bucketed pass scans between two calls of its `cut` check.
-const CUT_WORK: u64 = 1 << 18;
+pub const CUT_WORK: u64 = 1 << 18;
 
 /// [`place_cut`] over [`Buckets`] instead of the graph: the same
 /// placements (the ranges seen are the same set, sorted), calling `cut`
@@ -680,7 +680,7 @@ fn place_buckets_cut(
 /// buffers that end above the lower bound `lb` moved to the front of the
 /// order; keep the best placement in `best`. Stops at `lb` or when `stop`
 /// says so (called after every pass with the number of buffers placed);
-/// a pass that `cut` stops (see [`place_cut`]) is dropped.
+/// a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is dropped.
 #[allow(clippy::too_many_arguments)]
 pub fn squeak(
     p: &Problem,
