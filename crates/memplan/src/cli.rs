@@ -109,6 +109,67 @@ pub fn training_like(n: usize, seed: u64) -> crate::Problem {
     }
 }
 
+/// Somas/iopddl-like training-step instance of about `n` buffers, shaped
+/// after the real ones (somas_pangu_2.6B): a forward pass over `n / 50`
+/// layers and the mirrored backward pass, one time step per operator.
+/// Per layer: a parameter live throughout (every fourth layer's also has
+/// an optimizer-state copy), a saved activation live from its forward step
+/// to the matching backward step, and about 45 short-lived temporaries (1-8
+/// steps, log-uniform sizes 512 B-8 MiB, some odd sizes); plus a few huge
+/// buffers (100-400 MiB, one per 5,000 buffers, at least 3) around the turn
+/// from forward to backward, where the load peaks.
+pub fn somas_like(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
+    let layers = (n / 50).max(1) as u64;
+    let per = 24u64; // time steps per layer in each direction
+    let turn = layers * per;
+    let end = 2 * turn + 1;
+    let mut bs: Vec<crate::Buffer> = Vec::with_capacity(n + 8);
+    let push = |bs: &mut Vec<crate::Buffer>, l: u64, u: u64, s: u64| {
+        let id = bs.len().to_string();
+        bs.push(crate::Buffer::new(id, l, u.max(l + 1), s.max(1)));
+    };
+    let sized = |r: &mut Rng, lo_bits: u64, hi_bits: u64| {
+        let bits = lo_bits + r.below(hi_bits - lo_bits + 1);
+        let s = (1u64 << bits) + r.below(1 << bits);
+        // Most sizes are 512-byte multiples, a few are not.
+        if r.below(10) == 0 {
+            s + 4
+        } else {
+            s.div_ceil(512) * 512
+        }
+    };
+    while (bs.len() as u64) < n as u64 {
+        let l = (bs.len() as u64 / 50).min(layers - 1);
+        let f = l * per;
+        let b = end - 1 - f - per;
+        let w = sized(&mut r, 12, 22);
+        push(&mut bs, 0, end, w);
+        if l.is_multiple_of(4) {
+            push(&mut bs, 0, end, w);
+        }
+        let act = sized(&mut r, 16, 23);
+        push(&mut bs, f + r.below(per), b + r.below(per), act);
+        for _ in 0..45 {
+            let (base, t) = if r.below(2) == 0 { (f, 0) } else { (b, 1) };
+            let s = base + r.below(per);
+            let d = 1 + r.below(if t == 0 { 4 } else { 8 });
+            push(&mut bs, s, s + d, sized(&mut r, 9, 23));
+        }
+    }
+    let huge = (n as u64 / 5_000).max(3);
+    for _ in 0..huge {
+        let s = turn - per * 2 + r.below(per * 4);
+        let long = r.below(3) == 0;
+        let d = 1 + r.below(if long { per * 8 } else { 6 });
+        push(&mut bs, s, s + d, (100 + r.below(301)) << 20);
+    }
+    crate::Problem {
+        buffers: bs,
+        capacity: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -54,6 +54,9 @@ pub fn read(text: &str) -> Result<Problem, CsvError> {
         }
     }
     let mut buffers = Vec::new();
+    // Line of each id seen so far: a second buffer with the same id is an
+    // error (placements are reported by id, so one would be ambiguous).
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (line, l) in lines {
         let f: Vec<&str> = l.split(',').map(str::trim).collect();
         if f.len() != names.len() {
@@ -101,6 +104,15 @@ pub fn read(text: &str) -> Result<Problem, CsvError> {
             Some(c) if !f[c].is_empty() => Some(num(c, "offset")?),
             _ => None,
         };
+        if let Some(first) = seen.insert(f[ci].to_string(), line) {
+            return Err(err(
+                line,
+                format!(
+                    "duplicate id `{}`: line {line} repeats the id of line {first}",
+                    f[ci]
+                ),
+            ));
+        }
         buffers.push(Buffer {
             id: f[ci].to_string(),
             lower,
@@ -213,6 +225,12 @@ mod tests {
         );
         bad("id,lower,upper,size,offset\n0,0,4,1,q\n", 2, "offset");
         bad("id,lower,upper,size,size\n0,0,4,1,1\n", 1, "duplicate");
+        // A repeated id names both lines (blank lines still count).
+        bad(
+            "id,lower,upper,size\na,0,4,1\nb,0,4,1\n\na,1,2,3\n",
+            5,
+            "duplicate id `a`: line 5 repeats the id of line 2",
+        );
         bad(
             "id,lower,upper,size\n0,0,99999999999999999999,1\n",
             2,

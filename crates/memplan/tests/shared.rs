@@ -68,5 +68,9 @@ fn shared_instances_solve_and_check() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 13, "expected the 13 shared instances");
+    // A..K, iopddl_G_1, somas_resnet50 and (since issue 12) somas_pangu_2.6B.
+    assert!(
+        seen >= 14,
+        "expected at least the 14 shared instances, saw {seen}"
+    );
 }

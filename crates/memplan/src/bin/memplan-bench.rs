@@ -1,8 +1,13 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--time-limit S] [--only NAME-PREFIX]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX]`
+//!
+//! Every instance is solved in a child process of its own (this binary with
+//! `--child`), so its peak memory (VmHWM from /proc/self/status, resident
+//! high-water mark, including reading the instance) is its own. Columns:
+//! peak / lower bound, seconds of `solve`, seconds / time limit, MB.
 
-use memplan::{check, cli, csv, greedy, lower_bound, solve, Options, Problem};
+use memplan::{check, cli, csv, lower_bound, solve, Options, Problem};
 use std::time::{Duration, Instant};
 
 const MINIMALLOC_TOTAL_S: f64 = 29.0;
@@ -11,6 +16,8 @@ fn main() {
     let mut minimize = false;
     let mut limit = Duration::from_secs(1);
     let mut only: Option<String> = None;
+    let mut no_capacity = false;
+    let mut child: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -23,22 +30,73 @@ fn main() {
                 limit = Duration::from_secs_f64(s);
             }
             "--only" => only = args.next(),
+            "--no-capacity" => no_capacity = true,
+            "--child" => child = args.next(),
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--time-limit S] [--only NAME-PREFIX]"
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX]"
                 );
                 std::process::exit(2);
             }
         }
     }
+    let opts = Options {
+        time_limit: limit,
+        minimize,
+        ..Default::default()
+    };
+    if let Some(spec) = child {
+        child_row(&spec, &opts, no_capacity);
+        return;
+    }
+    let spawn = |spec: &str| -> f64 {
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
+        cmd.args([
+            "--child",
+            spec,
+            "--time-limit",
+            &limit.as_secs_f64().to_string(),
+        ]);
+        if minimize {
+            cmd.arg("--minimize");
+        }
+        if no_capacity {
+            cmd.arg("--no-capacity");
+        }
+        let out = cmd.output().expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        print!("{text}");
+        if !out.status.success() {
+            println!(
+                "{spec}: child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // The child's last line ends with its solve seconds.
+        text.lines()
+            .last()
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
     println!(
-        "mode: {}, time limit {:.1} s per instance",
+        "mode: {}{}, time limit {:.1} s per instance; one process per instance",
         if minimize { "minimize" } else { "fit capacity" },
+        if no_capacity { " (no capacity)" } else { "" },
         limit.as_secs_f64()
     );
     println!(
-        "{:<22} {:>7} {:>14} {:>14} {:>8} {:>8} {:>8} {:>5}",
-        "instance", "buffers", "lower bound", "peak", "peak/LB", "seconds", "optimal", "fits"
+        "{:<22} {:>7} {:>14} {:>14} {:>8} {:>8} {:>8} {:>6} {:>8} {:>5}",
+        "instance",
+        "buffers",
+        "lower bound",
+        "peak",
+        "peak/LB",
+        "seconds",
+        "s/limit",
+        "MB",
+        "optimal",
+        "fits"
     );
     match cli::shared_dir() {
         None => println!("skipped: ../shared not found (set STRATA_SHARED)"),
@@ -61,19 +119,7 @@ fn main() {
                     if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
                         continue;
                     }
-                    let text = std::fs::read_to_string(f).expect("read");
-                    let mut p = csv::read(&text).expect("parse");
-                    // "A.1048576.csv": the middle part is the capacity.
-                    p.capacity = name.split('.').nth(1).and_then(|c| c.parse().ok());
-                    sub_total += row(
-                        &name,
-                        &p,
-                        &Options {
-                            time_limit: limit,
-                            minimize,
-                            ..Default::default()
-                        },
-                    );
+                    sub_total += spawn(&f.to_string_lossy());
                 }
                 println!("{sub}: total {sub_total:.3} s");
                 total += sub_total;
@@ -83,55 +129,57 @@ fn main() {
             );
         }
     }
-    let skip = |name: &str| only.as_ref().is_some_and(|o| !name.starts_with(o.as_str()));
-    if !skip("random-100k") {
-        synthetic_random();
-    }
-    if !skip("training-like") {
-        synthetic_training();
+    for (name, spec) in [
+        ("somas-like-20k", "gen:somas:20000:1"),
+        ("somas-like-50k", "gen:somas:50000:2"),
+        ("somas-like-100k", "gen:somas:100000:3"),
+        ("training-like-30k", "gen:training:30000:7"),
+        ("random-100k", "gen:random:100000:1"),
+    ] {
+        if only.as_ref().is_none_or(|o| name.starts_with(o.as_str())) {
+            spawn(spec);
+        }
     }
 }
 
-/// Synthetic: 100,000 random buffers through the greedy portfolio.
-fn synthetic_random() {
-    let p = cli::random_instance(100_000, 1);
-    let t = Instant::now();
-    let off = greedy::portfolio(&p);
-    let s = t.elapsed().as_secs_f64();
-    let pk = check(&p, &off).expect("greedy placement must be valid");
-    let lb = lower_bound(&p);
-    println!(
-        "{:<22} {:>7} {:>14} {:>14} {:>8.4} {:>8.3} {:>8} {:>5}   greedy, bound < 1 s",
-        "random-100k",
-        100_000,
-        lb,
-        pk,
-        pk as f64 / lb as f64,
-        s,
-        pk == lb,
-        "-"
-    );
+/// Solve one instance (a CSV path, or `gen:KIND:N:SEED` for a generated
+/// one) and print its row; the last field is the solve seconds.
+fn child_row(spec: &str, opts: &Options, no_capacity: bool) {
+    let (name, p) = match spec.strip_prefix("gen:") {
+        Some(g) => {
+            let f: Vec<&str> = g.split(':').collect();
+            let (n, seed): (usize, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+            let p = match f[0] {
+                "somas" => cli::somas_like(n, seed),
+                "training" => cli::training_like(n, seed),
+                _ => cli::random_instance(n, seed),
+            };
+            (format!("{}-like-{}k", f[0], n / 1000), p)
+        }
+        None => {
+            let path = std::path::Path::new(spec);
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            let mut p = csv::read(&std::fs::read_to_string(path).expect("read")).expect("parse");
+            // "A.1048576.csv": the middle part is the capacity.
+            if !no_capacity {
+                p.capacity = name.split('.').nth(1).and_then(|c| c.parse().ok());
+            }
+            (name, p)
+        }
+    };
+    row(&name, &p, opts);
 }
 
-/// Synthetic: training-like workload, greedy ratio vs the 1% bound.
-fn synthetic_training() {
-    let p = cli::training_like(30_000, 7);
-    let t = Instant::now();
-    let off = greedy::portfolio(&p);
-    let s = t.elapsed().as_secs_f64();
-    let pk = check(&p, &off).expect("greedy placement must be valid");
-    let lb = lower_bound(&p);
-    println!(
-        "{:<22} {:>7} {:>14} {:>14} {:>8.4} {:>8.3} {:>8} {:>5}   greedy, bound ratio < 1.01",
-        "training-like",
-        p.buffers.len(),
-        lb,
-        pk,
-        pk as f64 / lb as f64,
-        s,
-        pk == lb,
-        "-"
-    );
+/// Resident high-water mark of this process in MB (0 where /proc is absent).
+fn vm_hwm_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn row(name: &str, p: &Problem, opts: &Options) -> f64 {
@@ -153,13 +201,15 @@ fn row(name: &str, p: &Problem, opts: &Options) -> f64 {
                 )
             };
             println!(
-                "{:<22} {:>7} {:>14} {:>14} {:>8.4} {:>8.3} {:>8} {:>5}{}",
+                "{:<22} {:>7} {:>14} {:>14} {:>8.4} {:>8.3} {:>8.3} {:>6.0} {:>8} {:>5}{}   {s:.3}",
                 name,
                 p.buffers.len(),
                 lb,
                 sol.peak,
                 sol.peak as f64 / lb.max(1) as f64,
                 s,
+                s / opts.time_limit.as_secs_f64().max(1e-9),
+                vm_hwm_mb(),
                 sol.optimal,
                 p.capacity
                     .map_or("-", |c| if sol.peak <= c { "yes" } else { "no" }),
@@ -167,8 +217,9 @@ fn row(name: &str, p: &Problem, opts: &Options) -> f64 {
             );
         }
         Err(e) => println!(
-            "{name:<22} {:>7} {lb:>14}  error: {e} ({s:.3} s)",
-            p.buffers.len()
+            "{name:<22} {:>7} {lb:>14}  error: {e} ({:.0} MB)   {s:.3}",
+            p.buffers.len(),
+            vm_hwm_mb()
         ),
     }
     s
