@@ -23,11 +23,16 @@ fn main() {
         match a.as_str() {
             "--minimize" => minimize = true,
             "--time-limit" => {
-                let s: f64 = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .expect("--time-limit needs seconds");
-                limit = Duration::from_secs_f64(s);
+                let v = args.next().unwrap_or_default();
+                match v.parse::<f64>() {
+                    Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => {
+                        limit = Duration::from_secs_f64(s)
+                    }
+                    _ => {
+                        eprintln!("error: --time-limit takes seconds from 0 to 86400, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
             }
             "--only" => only = args.next(),
             "--no-capacity" => no_capacity = true,
