@@ -1,7 +1,7 @@
 //! Tiling benchmark: per training program and L1 budget, the arenas with
 //! their lower bounds, simulated cycles single- and double-buffered and
 //! their ratio, cycles over max(compute bound, transfer bound), DMA commands
-//! per step, and the compile (import, plan, lower, check, emit C) in
+//! per step, and the compile (import, schedule, plan, lower, check, emit C) in
 //! seconds and peak memory, against the 1 s / 200 MB bound for ResNet8.
 //!
 //! Each cell runs in a child process (this binary with `--cell`) so that its
@@ -51,7 +51,8 @@ fn cell(dir: &Path, l1: u64, b: Buffering) -> Result<(), String> {
     let cpu0 = cpu_s().unwrap_or(f64::NAN);
     for _ in 0..RUNS {
         let t0 = Instant::now();
-        let loaded = driver::load_program(dir, None, &reg).map_err(|e| e.to_string())?;
+        let mut loaded = driver::load_program(dir, None, &reg).map_err(|e| e.to_string())?;
+        strata::schedule::apply(loaded.program_mut(), t.schedule).map_err(|e| e.to_string())?;
         let p = loaded.program();
         let plan = driver::plan_program(p, t.l2).map_err(|e| e.to_string())?;
         let lir = driver::lower_program(p, &plan, &t).map_err(|e| e.to_string())?;
