@@ -300,6 +300,24 @@ pub mod onnx_build {
     }
 }
 
+/// Every ONNX Runtime artifact example under `examples/ort` (from
+/// `examples/gen_ort.py`): the SGD ones (`mlp`, `cnn`, `vit`), `mlp_adamw`
+/// (AdamW, both moments and the step count as optimizer state), mlp under
+/// ORT's MSE, L1 and BCE-with-logits losses, `mlp_acts` (Tanh, Sigmoid,
+/// LeakyRelu and their ORT gradients) and `cnn_deep` (eleven
+/// Conv-BatchNorm-Relu layers at batch 1).
+pub const ORT_EXAMPLES: [&str; 9] = [
+    "mlp",
+    "cnn",
+    "vit",
+    "mlp_adamw",
+    "mlp_mse",
+    "mlp_l1",
+    "mlp_bce",
+    "mlp_acts",
+    "cnn_deep",
+];
+
 /// The shared fixtures directory (`STRATA_SHARED`, else `../shared` beside
 /// the checkout), or `None` after printing that the caller is skipped.
 pub fn shared_dir() -> Option<std::path::PathBuf> {

@@ -21,21 +21,8 @@ use strata::testing::{attr_f, attr_i, run_both, single_node, In, Rng};
 
 /// The examples trained with ONNX Runtime's SGD.
 const MODELS: [&str; 3] = ["mlp", "cnn", "vit"];
-/// Every example: the SGD ones, `mlp_adamw` (AdamW, both moments and the
-/// step count as optimizer state) and mlp under ORT's MSE, L1 and
-/// BCE-with-logits losses (built by ORT from plain ONNX ops), and
-/// `mlp_acts` (Tanh, Sigmoid, LeakyRelu and their ORT gradients).
-const ALL_MODELS: [&str; 9] = [
-    "mlp",
-    "cnn",
-    "vit",
-    "mlp_adamw",
-    "mlp_mse",
-    "mlp_l1",
-    "mlp_bce",
-    "mlp_acts",
-    "cnn_deep",
-];
+/// Every example (see [`strata::testing::ORT_EXAMPLES`]).
+const ALL_MODELS: [&str; 9] = strata::testing::ORT_EXAMPLES;
 /// Interpreter vs compiled C.
 const ENGINES_AGREE: f32 = 1e-6;
 

@@ -89,20 +89,11 @@ fn matrix(dir: &Path, l1s: &[u64], with_c: bool) {
 fn project_examples_train_tiled() {
     let ex = workspace().join("examples");
     matrix(&ex.join("mlp"), &[64_000, 128_000], true);
-    for m in [
-        "mlp",
-        "cnn",
-        "vit",
-        "mlp_adamw",
-        "mlp_mse",
-        "mlp_l1",
-        "mlp_bce",
-        "mlp_acts",
-    ] {
+    for m in strata::testing::ORT_EXAMPLES {
         matrix(
             &ex.join("ort").join(m),
             &[64_000, 128_000],
-            m == "cnn" || m == "mlp_adamw",
+            matches!(m, "cnn" | "mlp_adamw" | "cnn_deep"),
         );
     }
 }
