@@ -338,11 +338,20 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 reg,
             )?;
             print!("{}", r.c_output);
+            let arenas: Vec<String> = r
+                .arena_bytes
+                .iter()
+                .map(|(level, bytes)| {
+                    format!(
+                        "{level} arena {bytes} bytes (lower bound {} bytes)",
+                        r.lower_bound_bytes[level]
+                    )
+                })
+                .collect();
             println!(
-                "C project in {}; L2 arena {} bytes (lower bound {} bytes); read-only constants {} bytes",
+                "C project in {}; {}; read-only constants {} bytes",
                 output.display(),
-                r.arena_bytes["L2"],
-                r.lower_bound_bytes["L2"],
+                arenas.join(", "),
                 r.constant_bytes
             );
             Ok(if r.ok {
