@@ -1,6 +1,31 @@
 #include "st_pool.h"
 #include <float.h>
 
+/* The window of output (oy, ox) over the plane at `base`: the first strict
+ * maximum in row-major window order, padded cells skipped. Returns its
+ * offset in x (-1 for a window of padding only) and the maximum in *best
+ * (-FLT_MAX then). MaxPool and MaxPoolGrad from (dY, X) share it, so the
+ * gradient goes exactly where the forward pass took its maximum. */
+static int64_t st_window_max(const st_geom *g, const float *x, size_t base, int oy, int ox,
+                             float *best) {
+    int64_t at = -1;
+    *best = -FLT_MAX;
+    for (int ky = 0; ky < g->kh; ky++) {
+        int iy = oy * g->sh - g->pt + ky;
+        if (iy < 0 || iy >= g->h) continue;
+        for (int kx = 0; kx < g->kw; kx++) {
+            int ix = ox * g->sw - g->pl + kx;
+            if (ix < 0 || ix >= g->w) continue;
+            size_t off = base + (size_t)iy * (size_t)g->w + (size_t)ix;
+            if (x[off] > *best) {
+                *best = x[off];
+                at = (int64_t)off;
+            }
+        }
+    }
+    return at;
+}
+
 /* Rows (n, c, oy) of y, split over cores. */
 void st_maxpool(void *args) {
     const st_maxpool_args *a = (const st_maxpool_args *)args;
@@ -12,21 +37,8 @@ void st_maxpool(void *args) {
         size_t plane = r / (size_t)g->oh;
         size_t base = plane * (size_t)g->h * (size_t)g->w;
         for (int ox = 0; ox < g->ow; ox++) {
-            float best = -FLT_MAX;
-            int64_t at = -1;
-            for (int ky = 0; ky < g->kh; ky++) {
-                int iy = oy * g->sh - g->pt + ky;
-                if (iy < 0 || iy >= g->h) continue;
-                for (int kx = 0; kx < g->kw; kx++) {
-                    int ix = ox * g->sw - g->pl + kx;
-                    if (ix < 0 || ix >= g->w) continue;
-                    size_t off = base + (size_t)iy * (size_t)g->w + (size_t)ix;
-                    if (a->x[off] > best) {
-                        best = a->x[off];
-                        at = (int64_t)off;
-                    }
-                }
-            }
+            float best;
+            int64_t at = st_window_max(g, a->x, base, oy, ox, &best);
             a->y[r * (size_t)g->ow + (size_t)ox] = best;
             if (a->idx) a->idx[r * (size_t)g->ow + (size_t)ox] = at;
         }
@@ -66,21 +78,8 @@ void st_maxpool_grad_x(void *args) {
         for (size_t i = base; i < base + in_plane; i++) a->dx[i] = 0.0f;
         for (int oy = 0; oy < g->oh; oy++) {
             for (int ox = 0; ox < g->ow; ox++) {
-                float best = -FLT_MAX;
-                int64_t at = -1;
-                for (int ky = 0; ky < g->kh; ky++) {
-                    int iy = oy * g->sh - g->pt + ky;
-                    if (iy < 0 || iy >= g->h) continue;
-                    for (int kx = 0; kx < g->kw; kx++) {
-                        int ix = ox * g->sw - g->pl + kx;
-                        if (ix < 0 || ix >= g->w) continue;
-                        size_t off = base + (size_t)iy * (size_t)g->w + (size_t)ix;
-                        if (a->x[off] > best) {
-                            best = a->x[off];
-                            at = (int64_t)off;
-                        }
-                    }
-                }
+                float best;
+                int64_t at = st_window_max(g, a->x, base, oy, ox, &best);
                 if (at >= 0)
                     a->dx[at] += a->dy[(p * (size_t)g->oh + (size_t)oy) * (size_t)g->ow + (size_t)ox];
             }

@@ -102,13 +102,7 @@ pub struct Binary(pub BinKind);
 fn for_each_offset(out: &[usize], sa: &[usize], sb: &[usize], mut f: impl FnMut(usize, usize)) {
     let n: usize = out.iter().product();
     for o in 0..n {
-        let (mut oa, mut ob, mut rem) = (0, 0, o);
-        for d in (0..out.len()).rev() {
-            let i = rem % out[d];
-            rem /= out[d];
-            oa += i * sa[d];
-            ob += i * sb[d];
-        }
+        let (oa, ob) = super::util::offsets2(o, out, sa, sb);
         f(oa, ob);
     }
 }

@@ -383,13 +383,7 @@ impl Op for FusedMatMul {
             // The C kernel splits the rows (bi, i) over cores; same loop order.
             for r in 0..nb * p.m {
                 let (bi, i) = (r / p.m, r % p.m);
-                let (mut oa, mut ob, mut rem) = (0, 0, bi);
-                for d in (0..p.batch.len()).rev() {
-                    let x = rem % p.batch[d];
-                    rem /= p.batch[d];
-                    oa += x * p.sa[d];
-                    ob += x * p.sb[d];
-                }
+                let (oa, ob) = super::util::offsets2(bi, &p.batch, &p.sa, &p.sb);
                 for j in 0..p.n {
                     let mut acc = R::ZERO;
                     for q in 0..p.k {

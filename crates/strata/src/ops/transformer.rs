@@ -166,13 +166,7 @@ impl Op for MatMul {
             let nb: usize = p.batch.iter().product();
             let mut y = vec![R::ZERO; nb * p.m * p.n];
             for bi in 0..nb {
-                let (mut oa, mut ob, mut rem) = (0, 0, bi);
-                for d in (0..p.batch.len()).rev() {
-                    let i = rem % p.batch[d];
-                    rem /= p.batch[d];
-                    oa += i * p.sa[d];
-                    ob += i * p.sb[d];
-                }
+                let (oa, ob) = super::util::offsets2(bi, &p.batch, &p.sa, &p.sb);
                 for i in 0..p.m {
                     for j in 0..p.n {
                         let mut acc = R::ZERO;

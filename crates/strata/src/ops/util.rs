@@ -51,6 +51,19 @@ pub fn strides(shape: &[usize]) -> Vec<usize> {
 }
 
 /// Strides for reading a tensor of `shape` broadcast to `out` (0 on broadcast dims).
+/// The element offsets in two operands of the row-major `index` into a box
+/// of `dims`, given each operand's (broadcast) strides along those dims.
+pub fn offsets2(index: usize, dims: &[usize], sa: &[usize], sb: &[usize]) -> (usize, usize) {
+    let (mut oa, mut ob, mut rem) = (0, 0, index);
+    for d in (0..dims.len()).rev() {
+        let i = rem % dims[d];
+        rem /= dims[d];
+        oa += i * sa[d];
+        ob += i * sb[d];
+    }
+    (oa, ob)
+}
+
 pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
     let st = strides(shape);
     let off = out.len() - shape.len();
