@@ -66,6 +66,17 @@ void st_dma(uint32_t id, void *dst, const void *src, uint32_t bytes, uint32_t c0
             uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
 void st_dma_wait(uint32_t id);
 
+/* Transfers between L3 (HyperRAM: not addressable from the cluster; an L3
+ * location is a byte offset into the L3 arena) and L2, with the shape
+ * arguments of st_dma, completed by st_dma_wait(id). st_ram_attach names
+ * the L3 arena once, before any transfer; every transfer must stay inside
+ * it (a transfer past it stops the program with a message). */
+void st_ram_attach(uint8_t *base, uint32_t bytes);
+void st_ram_read(uint32_t id, void *dst, uint32_t l3_off, uint32_t bytes, uint32_t c0,
+                 uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
+void st_ram_write(uint32_t id, uint32_t l3_off, const void *src, uint32_t bytes, uint32_t c0,
+                  uint32_t ss0, uint32_t ds0, uint32_t c1, uint32_t ss1, uint32_t ds1);
+
 /* Pairwise summation of a stream, for the sums that feed statistics and
  * gradients (BatchNorm and LayerNorm statistics, dW and dB, reductions,
  * losses): its error grows with log2 of the length, not linearly. s[i]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fixture::{self, Comparison, Fixture, Results};
-use crate::lir::{self, Buffering, Lir};
+use crate::lir::{self, Buffering, Level, Lir};
 use crate::ops::Registry;
 use crate::outdir;
 use crate::plan::{self, MemoryPlan};
@@ -43,10 +43,18 @@ pub enum Engine {
 /// Default L1 budget: training runs on Siracusa use 64–128 KB of its 256 KiB.
 pub const DEFAULT_L1: u64 = 128_000;
 
+/// Default L3 budget: the 64 MB of HyperRAM the peer assumes.
+pub const DEFAULT_L3: u64 = 64 * 1024 * 1024;
+
 /// The memory budgets and the machine a program is compiled for.
 #[derive(Clone, Debug)]
 pub struct Target {
     pub l2: u64,
+    /// The L3 budget, for tensors that do not live in L2.
+    pub l3: u64,
+    /// Where tensors live by default: L2 (L3 only for what does not fit)
+    /// or L3 (everything; L2 only stages tiles).
+    pub default_level: Level,
     /// `None`: kernels read their operands in L2 (no L1, no DMA).
     pub l1: Option<u64>,
     pub buffering: Buffering,
@@ -60,6 +68,8 @@ impl Target {
     pub fn with_l2(l2: u64) -> Target {
         Target {
             l2,
+            l3: DEFAULT_L3,
+            default_level: Level::L2,
             l1: Some(DEFAULT_L1),
             buffering: Buffering::Double,
             platform: Platform::default(),
@@ -80,6 +90,178 @@ pub fn lower_program(p: &Program, plan: &MemoryPlan, target: &Target) -> Result<
     let lir = tile::lower(p, plan, &target.lowering())?;
     lir::check(&lir, &tile::const_sizes(p))?;
     Ok(lir)
+}
+
+/// Plan a program over the target's levels and lower it; both checked
+/// independently. With the default level L2 the program lives in L2 when
+/// it fits; otherwise (or with default level L3) the groups chosen by
+/// [`choose_homes`] live in L3 and their tiles pass through an L2 staging
+/// area as large as the largest staging need of any node.
+pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)> {
+    if target.default_level == Level::L2 {
+        match plan_program(p, target.l2) {
+            Ok(plan) => {
+                let lir = lower_program(p, &plan, target)?;
+                return Ok((plan, lir));
+            }
+            Err(Error::DoesNotFit { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // The tiles come from a lowering with everything at the default level
+    // (each node's tiling timed with its transfers from there); the same
+    // choices tile the final program, so its staging is what was reserved.
+    let opt = target.lowering();
+    let mut choices = tile::Choices::default();
+    let dry = tile::lower_with(p, &plan::flat(p, target.default_level), &opt, &mut choices)?;
+    let plan = choose_homes(p, &dry, target)?;
+    let lir = tile::lower_with(p, &plan, &opt, &mut choices)?;
+    lir::check(&lir, &tile::const_sizes(p))?;
+    Ok((plan, lir))
+}
+
+/// Choose which storage groups live in L3 and plan both levels.
+///
+/// Default level L3: all of them. Default level L2: one at a time, until
+/// L2 holds the rest plus the staging area, the group live at L2's peak
+/// (the position with the most bytes live) whose L2 residency buys least
+/// per byte moved: the longest lifetime per node that touches it (each
+/// touch moves its bytes through L3 once). Weights and accumulators
+/// (touched a few times over the whole step) and activations saved for
+/// the backward pass (long idle gaps) go first; a group a run of nodes
+/// keeps using stays in L2. The staging area is the largest, over nodes,
+/// of the staging bytes of that node's operands in L3.
+pub fn choose_homes(p: &Program, dry: &Lir, target: &Target) -> Result<MemoryPlan> {
+    let (group_of, gs) = plan::lifetimes(p);
+    let ng = gs.len();
+    // Per node and phase: (group, staging bytes) of its operands.
+    let need: Vec<Vec<Vec<(usize, u64)>>> = dry
+        .tilings
+        .iter()
+        .map(|t| {
+            t.stage_need
+                .iter()
+                .map(|phase| {
+                    let mut v: Vec<(usize, u64)> = Vec::new();
+                    for (tensor, b) in phase {
+                        if let Some(gi) = group_of[tensor.idx()] {
+                            match v.iter_mut().find(|(g, _)| *g == gi) {
+                                Some((_, nb)) => *nb += b,
+                                None => v.push((gi, *b)),
+                            }
+                        }
+                    }
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let staging_of = |in_l3: &[bool]| -> u64 {
+        need.iter()
+            .flatten()
+            .map(|v| {
+                v.iter()
+                    .filter(|(g, _)| in_l3[*g])
+                    .map(|(_, b)| b)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let mut touches = vec![0u64; ng];
+    for node in &need {
+        let mut gs_of: Vec<usize> = node.iter().flatten().map(|(g, _)| *g).collect();
+        gs_of.sort_unstable();
+        gs_of.dedup();
+        for g in gs_of {
+            touches[g] += 1;
+        }
+    }
+    let homes = |in_l3: &[bool]| plan::Homes {
+        l3: in_l3.to_vec(),
+        l3_capacity: target.l3,
+        staging: staging_of(in_l3),
+    };
+    let plan_with = |h: &plan::Homes| {
+        if h.staging > target.l2 {
+            // Name the node that needs the most staging.
+            let (n, _) = need
+                .iter()
+                .enumerate()
+                .flat_map(|(n, phases)| phases.iter().map(move |v| (n, v)))
+                .map(|(n, v)| {
+                    (
+                        n,
+                        v.iter()
+                            .filter(|(g, _)| h.l3[*g])
+                            .map(|(_, b)| b)
+                            .sum::<u64>(),
+                    )
+                })
+                .max_by_key(|&(n, b)| (b, std::cmp::Reverse(n)))
+                .unwrap_or((0, 0));
+            let node = &p.graph.nodes[n];
+            return Err(Error::DoesNotFit {
+                level: format!(
+                    "L2 (node `{}`, {}: the L2 staging of its tiles in L3)",
+                    node.name, node.op_type
+                ),
+                needed: h.staging,
+                capacity: target.l2,
+                missing: h.staging - target.l2,
+                proven: true,
+                lower_bound: h.staging,
+            });
+        }
+        plan::plan_homes(p, target.l2, Some(h), PLAN_TIME, PLAN_NODES)
+    };
+    if target.default_level == Level::L3 {
+        return plan_with(&homes(&vec![true; ng]));
+    }
+    let end = p.nodes_total().max(1);
+    let mut in_l3 = vec![false; ng];
+    loop {
+        let staging = staging_of(&in_l3);
+        let mut live = vec![0u64; end + 1];
+        for (gi, grp) in gs.iter().enumerate() {
+            if !in_l3[gi] {
+                live[grp.lower as usize] += grp.size;
+                live[grp.upper as usize] -= grp.size;
+            }
+        }
+        let (mut peak, mut at, mut run) = (0u64, 0usize, 0u64);
+        for (x, d) in live.iter().enumerate().take(end) {
+            run += d;
+            if run > peak {
+                (peak, at) = (run, x);
+            }
+        }
+        let mut fits_lb = false;
+        if peak + staging <= target.l2 {
+            fits_lb = true;
+            match plan_with(&homes(&in_l3)) {
+                Ok(plan) => return Ok(plan),
+                Err(Error::DoesNotFit { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let score = |gi: usize| (gs[gi].upper - gs[gi].lower) as f64 / (touches[gi] + 1) as f64;
+        let pick = (0..ng)
+            .filter(|&gi| {
+                !in_l3[gi]
+                    && (fits_lb || (gs[gi].lower as usize <= at && at < gs[gi].upper as usize))
+            })
+            .max_by(|&a, &b| {
+                score(a)
+                    .total_cmp(&score(b))
+                    .then(gs[a].size.cmp(&gs[b].size))
+                    .then(b.cmp(&a))
+            });
+        match pick {
+            Some(gi) => in_l3[gi] = true,
+            None => return plan_with(&homes(&in_l3)),
+        }
+    }
 }
 
 /// What `compile` reads: a fixture directory (program plus data and
@@ -280,12 +462,23 @@ pub fn lir_summary(lir: &Lir) -> String {
         }
     )
     .unwrap();
-    writeln!(s, "{:>6} {:>10}  node (op): tiling", "tiles", "L1 bytes").unwrap();
+    writeln!(
+        s,
+        "{:>6} {:>10} {:>10}  node (op): tiling",
+        "tiles",
+        if lir.buffering.is_some() {
+            "L1 bytes"
+        } else {
+            "L1 needed"
+        },
+        "L2 staging"
+    )
+    .unwrap();
     for t in &lir.tilings {
         writeln!(
             s,
-            "{:>6} {:>10}  {} ({}): {}",
-            t.tiles, t.l1_bytes, t.node, t.op_type, t.how
+            "{:>6} {:>10} {:>10}  {} ({}): {}",
+            t.tiles, t.l1_bytes, t.staging_bytes, t.node, t.op_type, t.how
         )
         .unwrap();
     }
@@ -392,8 +585,7 @@ pub fn compile_for(
         let mut loaded = load_program(input, optimizer, reg)?;
         schedule::apply(loaded.program_mut(), target.schedule)?;
         let p = loaded.program();
-        let plan = plan_program(p, target.l2)?;
-        let lir = lower_program(p, &plan, target)?;
+        let (plan, lir) = plan_and_lower(p, target)?;
         let harness = match &loaded {
             Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
             Loaded::Program(_) => None,
@@ -493,8 +685,7 @@ pub fn check_for(
             dir.display()
         )));
     }
-    let plan = plan_program(&f.program, target.l2)?;
-    let lir = lower_program(&f.program, &plan, target)?;
+    let (plan, lir) = plan_and_lower(&f.program, target)?;
     let mut sim_report = None;
     let oracle = crate::oracle::run(&f);
     let (results, c_output, c_ok) = match engine {

@@ -206,8 +206,16 @@ pub struct NodeTiling {
     pub tiles: u32,
     /// How the tiles split the node: e.g. `whole`, or `axis 1 by 4` of the tile space.
     pub how: String,
-    /// L1 bytes of the node's working set (every slot).
+    /// L1 bytes of the node's working set (every slot); untiled: the L1
+    /// bytes its operands would need as one tile.
     pub l1_bytes: u64,
+    /// L2 staging bytes of the node's operands in L3.
+    pub staging_bytes: u64,
+    /// Per phase (they run one after another), per operand stream: its
+    /// tensor and the L2 staging bytes it would take if the tensor lived in
+    /// L3 (what the choice of homes weighs).
+    #[serde(skip)]
+    pub stage_need: Vec<Vec<(TensorId, u64)>>,
 }
 
 /// A lowered program.
@@ -224,6 +232,10 @@ pub struct Lir {
     pub node_steps: Vec<std::ops::Range<usize>>,
     pub tilings: Vec<NodeTiling>,
     pub buffering: Option<Buffering>,
+    /// The L2 staging area `[start, end)`: where tiles of L3 tensors pass
+    /// on their way between L3 and L1 (or, untiled, where kernels read them).
+    /// Like L1 it holds copies, which the checker tracks by provenance.
+    pub staging: Option<(u64, u64)>,
 }
 
 /// The largest number of bytes one DMA command carries (the mchan command
@@ -310,6 +322,14 @@ impl Content {
         next.push((s, e, base, home as i64 - s as i64));
         self.0 = next;
     }
+    /// The pieces of `[s, e)` that hold data, clipped: (start, end, home base, home - start).
+    fn pieces(&self, s: u64, e: u64) -> Vec<(u64, u64, Base, i64)> {
+        self.0
+            .iter()
+            .filter(|&&(a, b, ..)| a < e && s < b)
+            .map(|&(a, b, hb, d)| (a.max(s), b.min(e), hb, d))
+            .collect()
+    }
     /// Whether byte `s` mirrors `home`, and every byte of `[s, e)` holds some loaded or computed data.
     fn holds(&self, s: u64, e: u64, home: &Loc) -> bool {
         let mut covered = 0;
@@ -339,7 +359,15 @@ impl Content {
 /// or computed for there by an earlier kernel), and a DMA from L1 to home
 /// must carry data that was computed or loaded for that very home.
 pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
-    let mut l1 = Content::default();
+    // Copies: L1 and the L2 staging area.
+    let scratch = |l: &Loc| match l.base {
+        Base::Arena(Level::L1) => true,
+        Base::Arena(Level::L2) => lir
+            .staging
+            .is_some_and(|(s, e)| s <= l.offset && l.offset < e),
+        _ => false,
+    };
+    let mut content: BTreeMap<Level, Content> = BTreeMap::new();
     let mut reading: BTreeMap<Base, Ranges> = BTreeMap::new();
     let mut landing: BTreeMap<Base, Ranges> = BTreeMap::new();
     let mut in_flight: BTreeMap<u32, usize> = BTreeMap::new();
@@ -410,27 +438,43 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                     }
                     reading.entry(d.src.base).or_default().0.push((s, e, d.id));
                 }
-                if d.src.level() == Level::L1 {
-                    for ((s, e), (hs, _)) in d
-                        .shape
-                        .ranges(d.shape.src_strides)
-                        .zip(d.shape.ranges(d.shape.dst_strides))
-                    {
-                        let home = d.dst.offset_by(hs);
-                        if !l1.holds(d.src.offset + s, d.src.offset + e, &home) {
-                            return Err(fail(i, format!("DMA {} stores L1 bytes [{}, {}) to {:?}+{}, but they do not hold data for that place", d.id, d.src.offset + s, d.src.offset + e, home.base, home.offset)));
+                let (from, to) = (scratch(&d.src), scratch(&d.dst));
+                let pairs: Vec<((u64, u64), (u64, u64))> = d
+                    .shape
+                    .ranges(d.shape.src_strides)
+                    .zip(d.shape.ranges(d.shape.dst_strides))
+                    .collect();
+                for &((ss, se), (ds, de)) in &pairs {
+                    let (ss, se) = (d.src.offset + ss, d.src.offset + se);
+                    let (ds, de) = (d.dst.offset + ds, d.dst.offset + de);
+                    let lv = |l: &Loc| l.level();
+                    if from && to {
+                        // A copy between scratch levels carries the data's provenance along.
+                        let c = content.entry(lv(&d.src)).or_default();
+                        let pieces = c.pieces(ss, se);
+                        if pieces.iter().map(|p| p.1 - p.0).sum::<u64>() != se - ss {
+                            return Err(fail(i, format!("DMA {} copies {} bytes [{ss}, {se}) that hold no loaded or computed data", d.id, d.src.level())));
                         }
+                        let dc = content.entry(lv(&d.dst)).or_default();
+                        for (a, b, hb, dd) in pieces {
+                            let home = (a as i64 + dd) as u64;
+                            dc.write(a - ss + ds, b - ss + ds, hb, home);
+                        }
+                    } else if from {
+                        let home = Loc {
+                            base: d.dst.base,
+                            offset: ds,
+                        };
+                        if !content.entry(lv(&d.src)).or_default().holds(ss, se, &home) {
+                            return Err(fail(i, format!("DMA {} stores {} bytes [{ss}, {se}) to {:?}+{ds}, but they do not hold data for that place", d.id, d.src.level(), home.base)));
+                        }
+                    } else if to {
+                        content
+                            .entry(lv(&d.dst))
+                            .or_default()
+                            .write(ds, de, d.src.base, ss);
                     }
-                }
-                if d.dst.level() == Level::L1 {
-                    for ((s, e), (hs, _)) in d
-                        .shape
-                        .ranges(d.shape.dst_strides)
-                        .zip(d.shape.ranges(d.shape.src_strides))
-                    {
-                        let home = d.src.offset_by(hs);
-                        l1.write(d.dst.offset + s, d.dst.offset + e, home.base, home.offset);
-                    }
+                    let _ = de;
                 }
                 for (s, e) in d.shape.ranges(d.shape.dst_strides) {
                     bounds(&d.dst, e, i, &format!("DMA {} destination", d.id))?;
@@ -473,23 +517,25 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                         ));
                     }
                     let (s, e) = (o.loc.offset, o.loc.offset + len);
-                    if o.loc.level() == Level::L1 && len > 0 {
+                    if scratch(&o.loc) && len > 0 {
+                        let lv = o.loc.level();
                         let Some(home) = &o.home else {
                             return Err(fail(
                                 i,
                                 format!(
-                                    "kernel of node {} has an L1 operand without a home",
+                                    "kernel of node {} has an {lv} operand without a home",
                                     k.node.0
                                 ),
                             ));
                         };
+                        let c = content.entry(lv).or_default();
                         for (t, h) in home.runs() {
                             let (rs, re) = (s + t, s + t + home.run);
                             let at = home.at.offset_by(h);
                             if write {
-                                l1.write(rs, re, at.base, at.offset);
-                            } else if !l1.holds(rs, re, &at) {
-                                return Err(fail(i, format!("kernel of node {} reads L1 bytes [{rs}, {re}) expecting data of {:?}+{}, but they hold other data (overwritten, or never loaded)", k.node.0, at.base, at.offset)));
+                                c.write(rs, re, at.base, at.offset);
+                            } else if !c.holds(rs, re, &at) {
+                                return Err(fail(i, format!("kernel of node {} reads {lv} bytes [{rs}, {re}) expecting data of {:?}+{}, but they hold other data (overwritten, or never loaded)", k.node.0, at.base, at.offset)));
                             }
                         }
                     }

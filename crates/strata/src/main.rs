@@ -106,6 +106,12 @@ enum Cmd {
     },
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DefaultLevel {
+    L2,
+    L3,
+}
+
 /// How ops run out of L1.
 #[derive(clap::Args)]
 struct TilingArgs {
@@ -115,9 +121,15 @@ struct TilingArgs {
     /// How tiles are pipelined: `double` overlaps the next tile's loads and the last one's stores with compute.
     #[arg(long, value_enum, default_value = "double")]
     buffering: strata::lir::Buffering,
-    /// No L1 and no DMA: every kernel reads and writes its whole tensors in L2.
+    /// The untiled baseline: every op one tile of whole tensors, computed out of L2 (tensors in L3 still staged through L2); plan.txt reports the L1 each op would need.
     #[arg(long)]
     untiled: bool,
+    /// Capacity of memory level L3 in bytes (1 to 2^40), for the tensors that do not live in L2.
+    #[arg(long, default_value_t = driver::DEFAULT_L3, value_parser = parse_l2, allow_hyphen_values = true)]
+    l3: u64,
+    /// Where tensors live: `l2` (L3 only for what does not fit L2) or `l3` (every tensor in L3, L2 only stages tiles).
+    #[arg(long, value_enum, default_value = "l2")]
+    default_level: DefaultLevel,
     /// Override a cycle-model parameter, `name=value` (repeatable; see `platform.rs`).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
@@ -129,6 +141,11 @@ impl TilingArgs {
         t.schedule = schedule;
         t.l1 = (!self.untiled).then_some(self.l1);
         t.buffering = self.buffering;
+        t.l3 = self.l3;
+        t.default_level = match self.default_level {
+            DefaultLevel::L2 => strata::lir::Level::L2,
+            DefaultLevel::L3 => strata::lir::Level::L3,
+        };
         for a in &self.params {
             t.platform.set(a)?;
         }

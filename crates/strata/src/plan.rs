@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::ir::TensorId;
+use crate::lir::Level;
 use crate::ops::AliasKind;
 use crate::program::{Program, Role};
 
@@ -23,7 +24,21 @@ pub struct Group {
     /// One past the last position that reads it (exclusive).
     pub upper: u64,
     pub size: u64,
+    /// Byte offset in its level's arena.
     pub offset: u64,
+    /// Its home: L2, or L3 when it does not fit L2 (or the default level is L3).
+    pub level: Level,
+}
+
+/// One planned arena.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LevelArena {
+    pub capacity: u64,
+    /// Bytes the arena needs (the placement's peak).
+    pub arena_bytes: u64,
+    /// The most bytes of the level's groups live at one time.
+    pub lower_bound: u64,
+    pub optimal: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -38,6 +53,12 @@ pub struct MemoryPlan {
     /// data), emitted as C arrays: on a device they live in L2 as well.
     pub constant_bytes: u64,
     pub optimal: bool,
+    /// The L3 arena, when some groups live in L3.
+    pub l3: Option<LevelArena>,
+    /// Bytes of L2 after the L2 groups where tiles of L3 tensors are staged
+    /// on their way to and from L1 (0: nothing lives in L3). The lowering
+    /// fills exactly this much: the largest staging need of any node.
+    pub staging: u64,
     /// The schedule the lifetimes are over (`None`: the program was not scheduled).
     pub schedule: Option<crate::schedule::Report>,
     /// Outputs written over an input that dies at their node.
@@ -49,8 +70,26 @@ pub struct MemoryPlan {
 }
 
 impl MemoryPlan {
+    /// The offset of a tensor in its home level's arena.
     pub fn offset(&self, t: TensorId) -> Option<u64> {
         self.group_of[t.idx()].map(|g| self.groups[g].offset)
+    }
+    /// A tensor's home: its level and the offset in that level's arena
+    /// (`None`: a read-only constant outside the arenas).
+    pub fn home(&self, t: TensorId) -> Option<(Level, u64)> {
+        self.group_of[t.idx()].map(|g| (self.groups[g].level, self.groups[g].offset))
+    }
+    /// Where the L2 staging area begins.
+    pub fn staging_base(&self) -> u64 {
+        self.arena_bytes.div_ceil(ALIGN) * ALIGN
+    }
+    /// The whole L2 arena: the L2 groups and the staging area.
+    pub fn l2_bytes(&self) -> u64 {
+        if self.staging > 0 {
+            self.staging_base() + self.staging
+        } else {
+            self.arena_bytes
+        }
     }
 }
 
@@ -126,6 +165,7 @@ pub fn lifetimes(p: &Program) -> (Vec<Option<usize>>, Vec<Group>) {
             upper: 0,
             size: 0,
             offset: 0,
+            level: Level::L2,
         })
         .collect();
     for (t, gi) in group_of.iter().enumerate() {
@@ -196,6 +236,17 @@ pub fn live_peak(p: &Program) -> u64 {
     memplan::lower_bound(&problem(p, &gs, None))
 }
 
+/// Where the groups of a plan live when some live in L3.
+#[derive(Clone, Debug)]
+pub struct Homes {
+    /// Per group (in [`lifetimes`] order): whether it lives in L3.
+    pub l3: Vec<bool>,
+    /// The L3 budget.
+    pub l3_capacity: u64,
+    /// L2 bytes kept after the L2 groups for staging tiles of L3 tensors.
+    pub staging: u64,
+}
+
 /// Plan the program into one level of `capacity` bytes. The search stops after `node_limit` nodes (deterministic) or at
 /// `time_limit`, whichever comes first.
 pub fn plan(
@@ -204,47 +255,103 @@ pub fn plan(
     time_limit: Duration,
     node_limit: u64,
 ) -> Result<MemoryPlan> {
+    plan_homes(p, capacity, None, time_limit, node_limit)
+}
+
+/// Plan the program over L2 (`capacity` bytes, staging included) and, for
+/// the groups `homes` puts there, L3: one placement problem per level.
+pub fn plan_homes(
+    p: &Program,
+    capacity: u64,
+    homes: Option<&Homes>,
+    time_limit: Duration,
+    node_limit: u64,
+) -> Result<MemoryPlan> {
     let g = &p.graph;
     let (group_of, mut gs) = lifetimes(p);
-    let problem = problem(p, &gs, Some(capacity));
-    let sol = memplan::solve(
-        &problem,
-        &memplan::Options {
-            time_limit,
-            minimize: true,
-            threads: 1,
-            node_limit: Some(node_limit),
-        },
-    )
-    .map_err(|e| match e {
-        memplan::Error::DoesNotFit {
+    let in_l3 = |i: usize| homes.is_some_and(|h| h.l3[i]);
+    let staging = homes.map_or(0, |h| h.staging);
+    if staging > capacity {
+        return Err(Error::DoesNotFit {
+            level: "L2 (staging tiles of L3 tensors)".into(),
+            needed: staging,
             capacity,
-            best_peak,
-            lower_bound,
-        } => {
-            let proven = lower_bound > capacity;
-            let needed = if proven { lower_bound } else { best_peak };
-            Error::DoesNotFit {
-                level: "L2".into(),
-                needed,
-                capacity,
-                missing: needed - capacity,
-                proven,
-                lower_bound,
-            }
-        }
-        #[allow(unreachable_patterns)]
-        other => Error::PlanCheck(other.to_string()),
-    })?;
-    for (grp, off) in gs.iter_mut().zip(&sol.offsets) {
-        grp.offset = *off;
+            missing: staging - capacity,
+            proven: true,
+            lower_bound: staging,
+        });
     }
+    let opts = memplan::Options {
+        time_limit,
+        minimize: true,
+        threads: 1,
+        node_limit: Some(node_limit),
+    };
+    // Place the groups `idx` into one level; returns its arena.
+    let place = |gs: &mut [Group], level: Level, cap: u64, extra: u64| -> Result<LevelArena> {
+        let idx: Vec<usize> = (0..gs.len())
+            .filter(|&i| in_l3(i) == (level == Level::L3))
+            .collect();
+        for &i in &idx {
+            gs[i].level = level;
+        }
+        if idx.is_empty() {
+            return Ok(LevelArena {
+                capacity: cap,
+                arena_bytes: 0,
+                lower_bound: 0,
+                optimal: true,
+            });
+        }
+        let sub: Vec<Group> = idx.iter().map(|&i| gs[i].clone()).collect();
+        let sol = memplan::solve(&problem(p, &sub, Some(cap)), &opts).map_err(|e| match e {
+            memplan::Error::DoesNotFit {
+                capacity,
+                best_peak,
+                lower_bound,
+            } => {
+                let proven = lower_bound > capacity;
+                let needed = if proven { lower_bound } else { best_peak };
+                Error::DoesNotFit {
+                    level: if extra > 0 {
+                        format!("{level} ({extra} of its bytes staging tiles of L3 tensors)")
+                    } else {
+                        level.to_string()
+                    },
+                    needed: needed + extra,
+                    capacity: capacity + extra,
+                    missing: needed - capacity,
+                    proven,
+                    lower_bound: lower_bound + extra,
+                }
+            }
+            #[allow(unreachable_patterns)]
+            other => Error::PlanCheck(other.to_string()),
+        })?;
+        for (&i, off) in idx.iter().zip(&sol.offsets) {
+            gs[i].offset = *off;
+        }
+        Ok(LevelArena {
+            capacity: cap,
+            arena_bytes: sol.peak,
+            lower_bound: sol.lower_bound,
+            optimal: sol.optimal,
+        })
+    };
+    let l2_cap = (capacity - staging) / ALIGN * ALIGN;
+    let l2 = place(&mut gs, Level::L2, l2_cap, staging)?;
+    let l3 = match homes {
+        Some(h) if h.l3.iter().any(|&b| b) => Some(place(&mut gs, Level::L3, h.l3_capacity, 0)?),
+        _ => None,
+    };
     let plan = MemoryPlan {
         level: "L2",
         capacity,
-        arena_bytes: sol.peak,
-        lower_bound: sol.lower_bound,
-        optimal: sol.optimal,
+        arena_bytes: l2.arena_bytes,
+        lower_bound: l2.lower_bound,
+        optimal: l2.optimal,
+        l3,
+        staging,
         schedule: p.schedule.clone(),
         reuse: p.reuse.clone(),
         constant_bytes: g
@@ -258,6 +365,39 @@ pub fn plan(
     };
     check(p, &plan)?;
     Ok(plan)
+}
+
+/// Every group in `level`, one after another (in L3: with an unbounded
+/// staging area): a layout for lowering a program only to learn its tiles
+/// (not checked, not for emission).
+pub fn flat(p: &Program, level: Level) -> MemoryPlan {
+    let (group_of, mut gs) = lifetimes(p);
+    let mut at = 0;
+    for grp in &mut gs {
+        grp.offset = at;
+        grp.level = level;
+        at += grp.size;
+    }
+    let l3 = level == Level::L3;
+    MemoryPlan {
+        level: "L2",
+        capacity: u64::MAX / 4,
+        arena_bytes: if l3 { 0 } else { at },
+        lower_bound: 0,
+        optimal: false,
+        l3: l3.then_some(LevelArena {
+            capacity: at,
+            arena_bytes: at,
+            lower_bound: at,
+            optimal: false,
+        }),
+        staging: if l3 { u64::MAX / 8 } else { 0 },
+        schedule: p.schedule.clone(),
+        reuse: p.reuse.clone(),
+        constant_bytes: 0,
+        groups: gs,
+        group_of,
+    }
 }
 
 /// The independent checker: replay the schedule over byte ranges. Every
@@ -286,9 +426,19 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
         next.push((s, e, gi));
         *owned = next;
     }
+    // One address space, the levels far apart: a group's bytes are
+    // (level base + offset ..).
+    let at = |gi: usize| -> u64 {
+        let grp = &plan.groups[gi];
+        grp.offset
+            + match grp.level {
+                Level::L3 => 1 << 56,
+                _ => 0,
+            }
+    };
     let holds = |owned: &Vec<(u64, u64, usize)>, gi: usize| -> bool {
         let grp = &plan.groups[gi];
-        let (s, e) = (grp.offset, grp.offset + grp.size);
+        let (s, e) = (at(gi), at(gi) + grp.size);
         let mut covered: u64 = 0;
         for &(a, b, o) in owned {
             if o == gi && a < e && s < b {
@@ -305,21 +455,35 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
                 grp.offset
             ));
         }
-        if grp.offset + grp.size > plan.arena_bytes {
+        let arena = match grp.level {
+            Level::L3 => plan.l3.as_ref().map_or(0, |a| a.arena_bytes),
+            _ => plan.arena_bytes,
+        };
+        if grp.offset + grp.size > arena {
             return fail(format!(
-                "group of `{}` ends at {} beyond the arena's {} bytes",
+                "group of `{}` ends at {} beyond the {} arena's {arena} bytes",
                 g.name(grp.tensors[0]),
                 grp.offset + grp.size,
-                plan.arena_bytes
+                grp.level
             ));
         }
         let _ = gi;
     }
-    if plan.arena_bytes > plan.capacity {
+    if plan.l2_bytes() > plan.capacity {
         return fail(format!(
-            "arena of {} bytes exceeds level {} capacity {}",
-            plan.arena_bytes, plan.level, plan.capacity
+            "L2 arena of {} bytes ({} staging) exceeds the capacity {}",
+            plan.l2_bytes(),
+            plan.staging,
+            plan.capacity
         ));
+    }
+    if let Some(a) = &plan.l3 {
+        if a.arena_bytes > a.capacity {
+            return fail(format!(
+                "L3 arena of {} bytes exceeds the capacity {}",
+                a.arena_bytes, a.capacity
+            ));
+        }
     }
     // Before the step: persistent state, data and flags are in place.
     for (gi, grp) in plan.groups.iter().enumerate() {
@@ -328,7 +492,7 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
             .iter()
             .any(|t| matches!(p.role(*t), Role::Data | Role::Flag) || p.role(*t).persistent())
         {
-            claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+            claim(&mut owned, at(gi), at(gi) + grp.size, gi);
         }
     }
     let group = |t: &TensorId| plan.group_of[t.idx()];
@@ -369,7 +533,7 @@ pub fn check(p: &Program, plan: &MemoryPlan) -> Result<()> {
             let Some(t) = t else { continue };
             let Some(gi) = group(t) else { continue };
             let grp = &plan.groups[gi];
-            claim(&mut owned, grp.offset, grp.offset + grp.size, gi);
+            claim(&mut owned, at(gi), at(gi) + grp.size, gi);
             let source = |a_in: usize| node.inputs.get(a_in).copied().flatten();
             let keeps = aliases.iter().any(|a| {
                 a.output == k

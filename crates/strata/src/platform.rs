@@ -27,6 +27,16 @@ pub struct Platform {
     pub dma_row: f64,
     /// Cycles the core spends issuing one command (est).
     pub dma_issue: f64,
+    /// L3↔L2 (HyperRAM over HyperBus) bytes per cycle (est, PLATFORM.md: ~1).
+    pub l3_bw: f64,
+    /// Cycles of latency per L3 transfer command (est, PLATFORM.md: ~200).
+    pub l3_latency: f64,
+    /// Extra cycles per row of a 2D L3 transfer (est).
+    pub l3_row: f64,
+    /// How much slower a kernel runs on operands in L2 than in L1: the
+    /// cores reach L2 through the cluster's bus, not single-cycle TCDM
+    /// (est; the untiled baseline's kernels pay it).
+    pub l2_access: f64,
 }
 
 impl Default for Platform {
@@ -40,6 +50,10 @@ impl Default for Platform {
             dma_bw: 8.0,
             dma_row: 2.0,
             dma_issue: 10.0,
+            l3_bw: 1.0,
+            l3_latency: 200.0,
+            l3_row: 4.0,
+            l2_access: 2.0,
         }
     }
 }
@@ -76,6 +90,17 @@ impl Platform {
             }
     }
 
+    /// Cycles of one L3↔L2 transfer command of `bytes` in `rows` runs.
+    pub fn l3_cycles(&self, bytes: u64, rows: u64) -> f64 {
+        self.l3_latency
+            + bytes as f64 / self.l3_bw
+            + if rows > 1 {
+                rows as f64 * self.l3_row
+            } else {
+                0.0
+            }
+    }
+
     /// Set one parameter from `name=value`.
     pub fn set(&mut self, assignment: &str) -> Result<()> {
         let bad = |m: String| Error::Usage(format!("--param `{assignment}`: {m}"));
@@ -98,13 +123,22 @@ impl Platform {
             "dma_bw" => &mut self.dma_bw,
             "dma_row" => &mut self.dma_row,
             "dma_issue" => &mut self.dma_issue,
+            "l3_bw" => &mut self.l3_bw,
+            "l3_latency" => &mut self.l3_latency,
+            "l3_row" => &mut self.l3_row,
+            "l2_access" => &mut self.l2_access,
             other => {
                 return Err(bad(format!(
-                    "unknown parameter `{other}`; known: cores, mac_rate, elem_rate, kernel_overhead, dma_setup, dma_bw, dma_row, dma_issue"
+                    "unknown parameter `{other}`; known: cores, mac_rate, elem_rate, kernel_overhead, dma_setup, dma_bw, dma_row, dma_issue, l3_bw, l3_latency, l3_row, l2_access"
                 )))
             }
         };
-        if v == 0.0 && matches!(name.trim(), "cores" | "mac_rate" | "elem_rate" | "dma_bw") {
+        if v == 0.0
+            && matches!(
+                name.trim(),
+                "cores" | "mac_rate" | "elem_rate" | "dma_bw" | "l3_bw" | "l2_access"
+            )
+        {
             return Err(bad("a rate must be positive".into()));
         }
         *slot = v;

@@ -1043,10 +1043,10 @@ pub fn work(op_type: &str, ins: &[Option<&TensorType>], outs: &[Option<&TensorTy
     }
 }
 
-/// Where a tensor lives at home (L2 arena or a constant).
+/// Where a tensor lives at home (its level's arena, or a constant).
 pub fn home(p: &Program, plan: &MemoryPlan, t: TensorId) -> Loc {
-    match plan.offset(t) {
-        Some(off) => Loc::arena(Level::L2, off),
+    match plan.home(t) {
+        Some((level, off)) => Loc::arena(level, off),
         None => Loc {
             base: Base::Const(crate::codegen::constant_root(p, t)),
             offset: 0,
@@ -1071,6 +1071,41 @@ struct Stream {
     slot_bytes: u64,
     /// L1 offset of slot 0; slot k at `base + k * slot_bytes`.
     base: u64,
+    /// Home in L3: tiles pass through L2 staging slots (set at emission).
+    staged: bool,
+    /// L2 offset of the stream's staging slots: `in_slots` for loads, then
+    /// `out_slots` for stores, each `slot_bytes`.
+    stage_base: u64,
+}
+
+impl Stream {
+    /// L2 staging slots for loads and for stores, were the tensor in L3:
+    /// two of each when double-buffered (the next tile arrives from L3
+    /// while this one moves to L1; the last tile leaves for L3 while this
+    /// one comes back from L1), else one; single-buffered, an in-place
+    /// stream stores through the slot it loaded through (no store slots).
+    fn stage_slots(&self, buffering: Buffering, ntiles: usize) -> (usize, usize) {
+        let two = buffering == Buffering::Double && ntiles > 1;
+        if !two && self.input.is_some() && !self.outputs.is_empty() {
+            return (1, 0);
+        }
+        let ins = match self.input {
+            None => 0,
+            Some(_) if self.resident || !two => 1,
+            Some(_) => 2,
+        };
+        let outs = match (self.outputs.is_empty(), two) {
+            (true, _) => 0,
+            (false, true) => 2,
+            (false, false) => 1,
+        };
+        (ins, outs)
+    }
+    /// L2 staging bytes the stream takes were its tensor in L3.
+    fn stage_bytes(&self, buffering: Buffering, ntiles: usize) -> u64 {
+        let (i, o) = self.stage_slots(buffering, ntiles);
+        self.slot_bytes * (i + o) as u64
+    }
 }
 
 fn pad(x: u64) -> u64 {
@@ -1140,6 +1175,8 @@ fn streams(
             resident,
             slots,
             base: 0,
+            staged: false,
+            stage_base: 0,
         });
     }
     for (o, to) in n.outputs.iter().enumerate() {
@@ -1162,6 +1199,8 @@ fn streams(
                 1
             },
             base: 0,
+            staged: false,
+            stage_base: 0,
         });
     }
     out
@@ -1356,11 +1395,20 @@ pub struct Options {
     pub platform: Platform,
 }
 
-/// A DMA in flight: (id, stream, slot, inbound).
-type InFlight = (u32, usize, usize, bool);
+/// A DMA in flight: (id, the (stream, slot key) pairs it touches, inbound).
+/// Slot keys: `k` is L1 slot k; `IN + k` and `OUT + k` the stream's L2
+/// staging slots for loads and for stores.
+type InFlight = (u32, Vec<(usize, usize)>, bool);
+const IN: usize = 1 << 8;
+const OUT: usize = 2 << 8;
 
 /// Tiling choices by node signature (op, attributes, operand types, phase).
 type ChoiceCache = std::collections::HashMap<String, (Buffering, Tiling, String)>;
+
+/// The tilings a lowering chose, to lower the same program again (with other
+/// homes) into exactly the same tiles.
+#[derive(Clone, Debug, Default)]
+pub struct Choices(ChoiceCache);
 
 /// A tiling with its streams and L1 bytes.
 type Choice = (Tiling, Vec<Stream>, u64);
@@ -1369,14 +1417,17 @@ type Choice = (Tiling, Vec<Stream>, u64);
 struct Emitter<'a> {
     steps: &'a mut Vec<Step>,
     next_id: &'a mut u32,
-    /// In-flight DMAs: (id, stream, slot, inbound).
     flight: Vec<InFlight>,
 }
 
 impl Emitter<'_> {
+    /// Wait for every DMA in flight that touches a (stream, slot key) pair
+    /// matching `f(stream, key, inbound)`.
     fn wait_where(&mut self, f: impl Fn(usize, usize, bool) -> bool) {
-        let (now, keep): (Vec<InFlight>, Vec<InFlight>) =
-            self.flight.iter().partition(|&&(_, s, k, i)| f(s, k, i));
+        let (now, keep): (Vec<InFlight>, Vec<InFlight>) = self
+            .flight
+            .drain(..)
+            .partition(|(_, keys, i)| keys.iter().any(|&(s, k)| f(s, k, *i)));
         for (id, ..) in now {
             self.steps.push(Step::Wait(id));
         }
@@ -1387,8 +1438,7 @@ impl Emitter<'_> {
         src: Loc,
         dst: Loc,
         shape: lir::Shape,
-        stream: usize,
-        slot: usize,
+        keys: Vec<(usize, usize)>,
         inbound: bool,
     ) {
         let id = *self.next_id;
@@ -1399,7 +1449,23 @@ impl Emitter<'_> {
             dst,
             shape,
         }));
-        self.flight.push((id, stream, slot, inbound));
+        self.flight.push((id, keys, inbound));
+    }
+    /// A dense copy of `bytes` from `src` to `dst`, in commands under the limit.
+    fn copy(&mut self, src: Loc, dst: Loc, bytes: u64, keys: &[(usize, usize)], inbound: bool) {
+        const CHUNK: u64 = lir::DMA_MAX_BYTES / ALIGN * ALIGN;
+        let mut at = 0;
+        while at < bytes {
+            let n = CHUNK.min(bytes - at);
+            self.dma(
+                src.offset_by(at),
+                dst.offset_by(at),
+                lir::Shape::contiguous(n),
+                keys.to_vec(),
+                inbound,
+            );
+            at += n;
+        }
     }
 }
 
@@ -1489,7 +1555,18 @@ fn tile_op(
     }
 }
 
-/// Lower one phase of node `i` into `steps`: (tiles, tiling, L1 bytes).
+/// How one phase was lowered.
+struct PhaseOut {
+    tiles: u32,
+    how: String,
+    l1_bytes: u64,
+    /// L2 staging bytes its L3 streams took.
+    staged: u64,
+    /// Per stream: its tensor and the staging bytes it would take in L3.
+    stage_need: Vec<(TensorId, u64)>,
+}
+
+/// Lower one phase of node `i` into `steps`.
 #[allow(clippy::too_many_arguments)]
 fn lower_phase(
     p: &Program,
@@ -1501,7 +1578,8 @@ fn lower_phase(
     steps: &mut Vec<Step>,
     next_id: &mut u32,
     cache: &mut ChoiceCache,
-) -> Result<(u32, String, u64)> {
+    staging: Option<u64>,
+) -> Result<PhaseOut> {
     let g = &p.graph;
     let n = &g.nodes[i];
     // Nodes of the same op, attributes and shapes tile the same way: choose once.
@@ -1542,8 +1620,19 @@ fn lower_phase(
     if let Some((b, t, how)) = cache.get(&key) {
         let st = streams(n, g, ph, &sp, t, *b);
         let bytes = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
-        let ntiles = emit_tiles(p, plan, i, ph, &sp, t, st, *b, steps, next_id);
-        return Ok((ntiles as u32, how.clone(), bytes));
+        let ntiles = t.count(&sp.dims);
+        let stage_need = st
+            .iter()
+            .map(|s| (s.tensor, s.stage_bytes(*b, ntiles)))
+            .collect();
+        let (ntiles, staged) = emit_tiles(p, plan, i, ph, &sp, t, st, *b, staging, steps, next_id);
+        return Ok(PhaseOut {
+            tiles: ntiles as u32,
+            how: how.clone(),
+            l1_bytes: bytes,
+            staged,
+            stage_need,
+        });
     }
     let mut cands: Vec<(Buffering, Choice)> = Vec::new();
     let mut need = u64::MAX;
@@ -1575,12 +1664,11 @@ fn lower_phase(
             lower_bound: need,
         });
     }
-    #[allow(clippy::type_complexity)]
-    let mut best: Option<(f64, usize, Vec<Step>, u32, String, u64, Buffering, Tiling)> = None;
-    for (k, (buffering, (t, st, bytes))) in cands.into_iter().enumerate() {
+    let mut best: Option<(f64, String, Buffering, Tiling)> = None;
+    for (k, (buffering, (t, st, _))) in cands.into_iter().enumerate() {
         let mut scratch = Vec::new();
         let mut id = *next_id;
-        let ntiles = emit_tiles(
+        emit_tiles(
             p,
             plan,
             i,
@@ -1589,6 +1677,7 @@ fn lower_phase(
             &t,
             st,
             buffering,
+            staging,
             &mut scratch,
             &mut id,
         );
@@ -1602,17 +1691,24 @@ fn lower_phase(
                     " (single-buffered: faster here than double)"
                 });
             }
-            best = Some((cycles, ntiles, scratch, id, how, bytes, buffering, t));
+            best = Some((cycles, how, buffering, t));
         }
     }
-    let (_, ntiles, scratch, id, how, bytes, b, t) = best.unwrap();
-    cache.insert(key, (b, t, how.clone()));
-    steps.extend(scratch);
-    *next_id = id;
-    Ok((ntiles as u32, how, bytes))
+    let (_, how, b, t) = best.unwrap();
+    cache.insert(key, (b, t, how));
+    // Emit the choice (with its staging) the way a later node of the same signature will.
+    lower_phase(p, plan, opt, l1, i, ph, steps, next_id, cache, staging)
 }
 
-/// Emit the steps of one phase under a tiling; returns the number of tiles.
+/// Emit the steps of one phase under a tiling; returns the number of tiles
+/// and the L2 staging bytes its L3 streams took.
+///
+/// With `staging` (the L2 staging area's start), a stream whose tensor lives
+/// in L3 moves through L2 staging slots: a load is L3 → L2 slot → L1 slot,
+/// a store L1 slot → L2 slot → L3. Double-buffered, the pipeline runs one
+/// stage ahead on each side: tile k+2 comes in from L3 and tile k−1 goes
+/// out to L3 while tile k computes and tile k+1 moves into L1. Without
+/// `staging`, L3 streams are timed as direct transfers (never emitted so).
 #[allow(clippy::too_many_arguments)]
 fn emit_tiles(
     p: &Program,
@@ -1623,73 +1719,206 @@ fn emit_tiles(
     t: &Tiling,
     mut st: Vec<Stream>,
     buffering: Buffering,
+    staging: Option<u64>,
     steps: &mut Vec<Step>,
     next_id: &mut u32,
-) -> usize {
+) -> (usize, u64) {
     let g = &p.graph;
     let n = &g.nodes[i];
+    let tiles = t.tiles(&sp.dims);
     let mut off = 0;
+    let mut stage_off = 0;
     for s in &mut st {
         s.base = off;
         off += s.slot_bytes * s.slots as u64;
+        if let Some(base) = staging {
+            if home(p, plan, s.tensor).level() == Level::L3 {
+                s.staged = true;
+                s.stage_base = base + stage_off;
+                stage_off += s.stage_bytes(buffering, tiles.len());
+            }
+        }
     }
-    let tiles = t.tiles(&sp.dims);
     let mut em = Emitter {
         steps,
         next_id,
         flight: Vec::new(),
     };
+    // The box of stream `s` in tile k (None: empty).
+    let boxk = |s: &Stream, k: usize| -> Option<(Boxed, u64)> {
+        let ty = g.ty(s.tensor);
+        let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
+        if reg.iter().any(|(a, b)| a == b) {
+            return None;
+        }
+        let bytes =
+            reg.iter().map(|(a, b)| (b - a) as u64).product::<u64>() * ty.dtype.size() as u64;
+        Some((boxed(&ty.shape, ty.dtype.size(), &reg), bytes))
+    };
+    let l1_slot =
+        |s: &Stream, slot: usize| Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
+    let in_slot = |s: &Stream, k: usize| {
+        let (ni, _) = s.stage_slots(buffering, tiles.len());
+        let j = k % ni.max(1);
+        (
+            IN + j,
+            Loc::arena(Level::L2, s.stage_base + j as u64 * s.slot_bytes),
+        )
+    };
+    let out_slot = |s: &Stream, k: usize| {
+        let (ni, no) = s.stage_slots(buffering, tiles.len());
+        if no == 0 {
+            return in_slot(s, k);
+        }
+        let j = k % no;
+        (
+            OUT + j,
+            Loc::arena(Level::L2, s.stage_base + (ni + j) as u64 * s.slot_bytes),
+        )
+    };
+    let loads = |s: &Stream, k: usize| s.input.is_some() && !(s.resident && k > 0);
+    // L3 → L2 staging slot, for the staged inputs of tile k.
+    let stage_in = |em: &mut Emitter, k: usize| {
+        for (si, s) in st.iter().enumerate() {
+            if !s.staged || !loads(s, k) {
+                continue;
+            }
+            let Some((b, _)) = boxk(s, k) else { continue };
+            let (key, l2) = in_slot(s, k);
+            em.wait_where(|ss, sk, _| ss == si && sk == key);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
+            for (hd, td, sh) in commands(&b) {
+                em.dma(h.offset_by(hd), l2.offset_by(td), sh, vec![(si, key)], true);
+            }
+        }
+    };
+    // Home (or L2 staging slot) → L1 slot, for the inputs of tile k.
     let load = |em: &mut Emitter, k: usize| {
         for (si, s) in st.iter().enumerate() {
-            if s.input.is_none() || (s.resident && k > 0) {
+            if !loads(s, k) {
                 continue;
             }
             let slot = k % s.slots;
             em.wait_where(|ss, sk, _| ss == si && sk == slot);
-            let ty = g.ty(s.tensor);
-            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
-            if reg.iter().any(|(a, b)| a == b) {
+            let Some((b, bytes)) = boxk(s, k) else {
                 continue;
-            }
-            let b = boxed(&ty.shape, ty.dtype.size(), &reg);
-            let h = home(p, plan, s.tensor).offset_by(b.src_off);
-            let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
-            for (hd, td, sh) in commands(&b) {
-                em.dma(h.offset_by(hd), l.offset_by(td), sh, si, slot, true);
-            }
-        }
-    };
-    if buffering == Buffering::Double {
-        load(&mut em, 0);
-    }
-    for k in 0..tiles.len() {
-        match buffering {
-            Buffering::Single => load(&mut em, k),
-            Buffering::Double => {
-                if k + 1 < tiles.len() {
-                    load(&mut em, k + 1);
+            };
+            let l = l1_slot(s, slot);
+            if s.staged {
+                let (key, l2) = in_slot(s, k);
+                em.wait_where(|ss, sk, inbound| ss == si && sk == key && inbound);
+                em.copy(l2, l, bytes, &[(si, slot), (si, key)], true);
+            } else {
+                let h = home(p, plan, s.tensor).offset_by(b.src_off);
+                for (hd, td, sh) in commands(&b) {
+                    em.dma(h.offset_by(hd), l.offset_by(td), sh, vec![(si, slot)], true);
                 }
             }
         }
-        let slot_of = |s: &Stream| if s.resident { 0 } else { k % s.slots };
+    };
+    let slot_of = |s: &Stream, k: usize| if s.resident { 0 } else { k % s.slots };
+    // L1 slot → home (or L2 staging slot), for the outputs of tile k.
+    let store = |em: &mut Emitter, k: usize| {
+        for (si, s) in st.iter().enumerate() {
+            if s.outputs.is_empty() {
+                continue;
+            }
+            let Some((b, bytes)) = boxk(s, k) else {
+                continue;
+            };
+            let slot = slot_of(s, k);
+            let l = l1_slot(s, slot);
+            if s.staged {
+                let (key, l2) = out_slot(s, k);
+                em.wait_where(|ss, sk, _| ss == si && sk == key);
+                em.copy(l, l2, bytes, &[(si, slot), (si, key)], false);
+            } else {
+                let h = home(p, plan, s.tensor).offset_by(b.src_off);
+                for (hd, td, sh) in commands(&b) {
+                    // Tile to home: swap the strides' roles.
+                    let sh = lir::Shape {
+                        src_strides: sh.dst_strides,
+                        dst_strides: sh.src_strides,
+                        ..sh
+                    };
+                    em.dma(
+                        l.offset_by(td),
+                        h.offset_by(hd),
+                        sh,
+                        vec![(si, slot)],
+                        false,
+                    );
+                }
+            }
+        }
+    };
+    // L2 staging slot → L3, for the staged outputs of tile k.
+    let stage_out = |em: &mut Emitter, k: usize| {
+        for (si, s) in st.iter().enumerate() {
+            if !s.staged || s.outputs.is_empty() {
+                continue;
+            }
+            let Some((b, _)) = boxk(s, k) else { continue };
+            let (key, l2) = out_slot(s, k);
+            em.wait_where(|ss, sk, _| ss == si && sk == key);
+            let h = home(p, plan, s.tensor).offset_by(b.src_off);
+            for (hd, td, sh) in commands(&b) {
+                let sh = lir::Shape {
+                    src_strides: sh.dst_strides,
+                    dst_strides: sh.src_strides,
+                    ..sh
+                };
+                em.dma(
+                    l2.offset_by(td),
+                    h.offset_by(hd),
+                    sh,
+                    vec![(si, key)],
+                    false,
+                );
+            }
+        }
+    };
+    let nt = tiles.len();
+    if buffering == Buffering::Double {
+        stage_in(&mut em, 0);
+        if nt > 1 {
+            stage_in(&mut em, 1);
+        }
+        load(&mut em, 0);
+    }
+    for (k, tile) in tiles.iter().enumerate() {
+        match buffering {
+            Buffering::Single => {
+                stage_in(&mut em, k);
+                load(&mut em, k);
+            }
+            Buffering::Double => {
+                if k + 1 < nt {
+                    load(&mut em, k + 1);
+                }
+                if k + 2 < nt {
+                    stage_in(&mut em, k + 2);
+                }
+            }
+        }
         // Inputs landed; output slots free.
         em.wait_where(|ss, sk, inbound| {
             let s = &st[ss];
-            sk == slot_of(s) && (inbound || !s.outputs.is_empty())
+            sk == slot_of(s, k) && (inbound || !s.outputs.is_empty())
         });
         let mut ins: Vec<Option<Operand>> = vec![None; n.inputs.len()];
         let mut outs: Vec<Option<Operand>> = vec![None; n.outputs.len()];
         for &si in &ph.shape_only {
             if let (Some(t), Some(m)) = (n.inputs[si], &sp.inputs[si]) {
                 let ty = g.ty(t);
-                let reg = region(&ty.shape, m, &tiles[k]);
+                let reg = region(&ty.shape, m, tile);
                 let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
                 ins[si] = Some(operand(g, t, home(p, plan, t), tty, None, false));
             }
         }
         for s in &st {
             let ty = g.ty(s.tensor);
-            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
+            let reg = region_w(&ty.shape, &s.map, &s.wins, tile);
             let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
             let whole = reg
                 .iter()
@@ -1701,7 +1930,7 @@ fn emit_tiles(
                 run: b.run,
                 outer: b.outer.clone(),
             };
-            let loc = Loc::arena(Level::L1, s.base + slot_of(s) as u64 * s.slot_bytes);
+            let loc = l1_slot(s, slot_of(s, k));
             if let Some(i) = s.input {
                 ins[i] = Some(operand(
                     g,
@@ -1726,49 +1955,57 @@ fn emit_tiles(
         }
         em.steps.push(Step::Kernel(Kernel {
             node: NodeId(i as u32),
-            op: tile_op(n, g, sp, &tiles[k]),
+            op: tile_op(n, g, sp, tile),
             tile: k as u32,
             inputs: ins,
             outputs: outs,
         }));
-        for (si, s) in st.iter().enumerate() {
-            if s.outputs.is_empty() {
-                continue;
+        match buffering {
+            Buffering::Single => {
+                store(&mut em, k);
+                stage_out(&mut em, k);
             }
-            let ty = g.ty(s.tensor);
-            let reg = region_w(&ty.shape, &s.map, &s.wins, &tiles[k]);
-            if reg.iter().any(|(a, b)| a == b) {
-                continue;
-            }
-            let b = boxed(&ty.shape, ty.dtype.size(), &reg);
-            let h = home(p, plan, s.tensor).offset_by(b.src_off);
-            let slot = slot_of(s);
-            let l = Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
-            for (hd, td, sh) in commands(&b) {
-                // Tile to home: swap the strides' roles.
-                let sh = lir::Shape {
-                    src_strides: sh.dst_strides,
-                    dst_strides: sh.src_strides,
-                    ..sh
-                };
-                em.dma(l.offset_by(td), h.offset_by(hd), sh, si, slot, false);
+            Buffering::Double => {
+                if k > 0 {
+                    stage_out(&mut em, k - 1);
+                }
+                store(&mut em, k);
             }
         }
     }
+    if buffering == Buffering::Double && nt > 0 {
+        stage_out(&mut em, nt - 1);
+    }
     em.wait_where(|_, _, _| true);
-    tiles.len()
+    (nt, stage_off)
 }
 
 /// Lower a planned program to LIR.
 pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
+    lower_with(p, plan, opt, &mut Choices::default())
+}
+
+/// Lower a planned program to LIR, taking each node's tiling from `choices`
+/// where it has one and recording the others there: lowering the same
+/// program again with the same choices gives the same tiles whatever the
+/// homes, so the staging a plan reserved from one lowering is what the next
+/// takes.
+pub fn lower_with(
+    p: &Program,
+    plan: &MemoryPlan,
+    opt: &Options,
+    choices: &mut Choices,
+) -> Result<Lir> {
     let g = &p.graph;
     let mut steps = Vec::new();
     let mut node_steps = Vec::with_capacity(g.nodes.len());
     let mut tilings = Vec::new();
     let mut l1_peak = 0u64;
+    let mut staging_peak = 0u64;
     let mut next_id = 0u32;
-    let mut cache = ChoiceCache::new();
+    let cache = &mut choices.0;
     let mut train_end = 0;
+    let staging = plan.l3.is_some().then(|| plan.staging_base());
     for (i, n) in g.nodes.iter().enumerate() {
         if i == p.train_end {
             train_end = steps.len();
@@ -1788,12 +2025,15 @@ pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
                 tiles: 0,
                 how: "view".into(),
                 l1_bytes: 0,
+                staging_bytes: 0,
+                stage_need: vec![],
             });
         } else if let Some(l1) = opt.l1 {
             let mut hows = Vec::new();
-            let (mut ntiles, mut nbytes) = (0u32, 0u64);
+            let (mut ntiles, mut nbytes, mut staged) = (0u32, 0u64, 0u64);
+            let mut stage_need = Vec::new();
             for ph in phases(n, g) {
-                let (tiles, how, bytes) = lower_phase(
+                let out = lower_phase(
                     p,
                     plan,
                     opt,
@@ -1802,51 +2042,55 @@ pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
                     &ph,
                     &mut steps,
                     &mut next_id,
-                    &mut cache,
+                    cache,
+                    staging,
                 )?;
-                ntiles += tiles;
-                nbytes = nbytes.max(bytes);
+                ntiles += out.tiles;
+                nbytes = nbytes.max(out.l1_bytes);
+                staged = staged.max(out.staged);
+                stage_need.push(out.stage_need);
                 hows.push(match ph.outputs.as_slice() {
-                    [o] if n.outputs.iter().flatten().count() > 1 => format!("output {o}: {how}"),
-                    _ => how,
+                    [o] if n.outputs.iter().flatten().count() > 1 => {
+                        format!("output {o}: {}", out.how)
+                    }
+                    _ => out.how,
                 });
             }
             l1_peak = l1_peak.max(nbytes);
+            staging_peak = staging_peak.max(staged);
             tilings.push(NodeTiling {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),
                 tiles: ntiles,
                 how: hows.join("; "),
                 l1_bytes: nbytes,
+                staging_bytes: staged,
+                stage_need,
             });
         } else {
-            let op = |t: &Option<TensorId>| {
-                t.map(|t| operand(g, t, home(p, plan, t), g.ty(t).clone(), None, true))
-            };
-            steps.push(Step::Kernel(Kernel {
-                node: NodeId(i as u32),
-                op: None,
-                tile: 0,
-                inputs: n.inputs.iter().map(op).collect(),
-                outputs: n.outputs.iter().map(op).collect(),
-            }));
-            tilings.push(NodeTiling {
-                node: n.name.clone(),
-                op_type: n.op_type.clone(),
-                tiles: 1,
-                how: "at home (untiled)".into(),
-                l1_bytes: 0,
-            });
+            let (t, staged) = lower_untiled(p, plan, i, staging, &mut steps, &mut next_id);
+            staging_peak = staging_peak.max(staged);
+            tilings.push(t);
         }
         node_steps.push(start..steps.len());
     }
     if p.train_end >= g.nodes.len() {
         train_end = steps.len();
     }
+    if staging_peak > plan.staging {
+        return Err(Error::PlanCheck(format!(
+            "the lowering stages {staging_peak} bytes of L3 tensors in L2, but the plan reserved {}",
+            plan.staging
+        )));
+    }
     let mut arenas = BTreeMap::new();
     let mut lower_bounds = BTreeMap::new();
-    arenas.insert(Level::L2, plan.arena_bytes);
-    lower_bounds.insert(Level::L2, plan.lower_bound);
+    arenas.insert(Level::L2, plan.l2_bytes());
+    lower_bounds.insert(Level::L2, plan.lower_bound + plan.staging);
+    if let Some(l3) = plan.l3.as_ref().filter(|a| a.arena_bytes > 0) {
+        arenas.insert(Level::L3, l3.arena_bytes);
+        lower_bounds.insert(Level::L3, l3.lower_bound);
+    }
     if opt.l1.is_some() && l1_peak > 0 {
         // Each node's slots live only during the node, so the L1 arena is
         // the largest working set, which is also the bound.
@@ -1861,7 +2105,152 @@ pub fn lower(p: &Program, plan: &MemoryPlan, opt: &Options) -> Result<Lir> {
         node_steps,
         tilings,
         buffering: opt.l1.map(|_| opt.buffering),
+        staging: staging.map(|b| (b, b + plan.staging)),
     })
+}
+
+/// One node as one kernel on whole tensors at home (the untiled baseline):
+/// operands in L2 are read where they live; operands in L3 are staged whole
+/// into L2 (`staging`), and outputs in L3 written back after the kernel.
+/// Returns the node's tiling and the staging bytes it took.
+fn lower_untiled(
+    p: &Program,
+    plan: &MemoryPlan,
+    i: usize,
+    staging: Option<u64>,
+    steps: &mut Vec<Step>,
+    next_id: &mut u32,
+) -> (NodeTiling, u64) {
+    let g = &p.graph;
+    let n = &g.nodes[i];
+    let mut em = Emitter {
+        steps,
+        next_id,
+        flight: Vec::new(),
+    };
+    let mut used = 0u64;
+    let mut stage_need = Vec::new();
+    let mut l1_bytes = 0u64;
+    // (tensor, L2 staging location, whole-tensor box) of each staged operand.
+    let mut staged_at: Vec<(TensorId, Loc, Boxed)> = Vec::new();
+    let stage = |t: TensorId, used: &mut u64| -> Option<(Loc, Boxed)> {
+        let h = home(p, plan, t);
+        let ty = g.ty(t);
+        let base = staging?;
+        if h.level() != Level::L3 || ty.bytes() == 0 {
+            return None;
+        }
+        let full: Vec<(usize, usize)> = ty.shape.iter().map(|&d| (0, d)).collect();
+        let b = boxed(&ty.shape, ty.dtype.size(), &full);
+        let loc = Loc::arena(Level::L2, base + *used);
+        *used += pad(ty.bytes() as u64);
+        Some((loc, b))
+    };
+    let mut ins = Vec::with_capacity(n.inputs.len());
+    for t in &n.inputs {
+        let Some(t) = *t else {
+            ins.push(None);
+            continue;
+        };
+        let ty = g.ty(t);
+        stage_need.push((t, pad(ty.bytes() as u64)));
+        l1_bytes += pad(ty.bytes() as u64);
+        match stage(t, &mut used) {
+            Some((loc, b)) => {
+                let h = home(p, plan, t);
+                for (hd, td, sh) in commands(&b) {
+                    em.dma(h.offset_by(hd), loc.offset_by(td), sh, vec![(0, 0)], true);
+                }
+                let hb = HomeBox {
+                    at: h,
+                    run: b.run,
+                    outer: b.outer.clone(),
+                };
+                ins.push(Some(operand(g, t, loc, ty.clone(), Some(hb), true)));
+                staged_at.push((t, loc, b));
+            }
+            None => ins.push(Some(operand(
+                g,
+                t,
+                home(p, plan, t),
+                ty.clone(),
+                None,
+                true,
+            ))),
+        }
+    }
+    em.wait_where(|_, _, _| true);
+    let aliases = n.op.aliases();
+    let mut outs = Vec::with_capacity(n.outputs.len());
+    let mut stores: Vec<(Loc, Loc, Boxed)> = Vec::new();
+    for (o, t) in n.outputs.iter().enumerate() {
+        let Some(t) = *t else {
+            outs.push(None);
+            continue;
+        };
+        let ty = g.ty(t);
+        let h = home(p, plan, t);
+        // An in-place output is computed over its input's staged copy.
+        let over = aliases
+            .iter()
+            .filter(|a| a.output == o && a.kind == AliasKind::InPlace)
+            .find_map(|a| {
+                let it = n.inputs.get(a.input).copied().flatten()?;
+                staged_at.iter().find(|(u, ..)| *u == it)
+            })
+            .map(|(_, loc, b)| (*loc, b.clone()));
+        let placed = match over {
+            Some(x) => Some(x),
+            None => {
+                let ty_bytes = pad(ty.bytes() as u64);
+                stage_need.push((t, ty_bytes));
+                l1_bytes += ty_bytes;
+                stage(t, &mut used)
+            }
+        };
+        match placed {
+            Some((loc, b)) => {
+                let hb = HomeBox {
+                    at: h,
+                    run: b.run,
+                    outer: b.outer.clone(),
+                };
+                outs.push(Some(operand(g, t, loc, ty.clone(), Some(hb), false)));
+                stores.push((loc, h, b));
+            }
+            None => outs.push(Some(operand(g, t, h, ty.clone(), None, true))),
+        }
+    }
+    em.steps.push(Step::Kernel(Kernel {
+        node: NodeId(i as u32),
+        op: None,
+        tile: 0,
+        inputs: ins,
+        outputs: outs,
+    }));
+    for (loc, h, b) in stores {
+        for (hd, td, sh) in commands(&b) {
+            let sh = lir::Shape {
+                src_strides: sh.dst_strides,
+                dst_strides: sh.src_strides,
+                ..sh
+            };
+            em.dma(loc.offset_by(td), h.offset_by(hd), sh, vec![(0, 0)], false);
+        }
+    }
+    em.wait_where(|_, _, _| true);
+    (
+        NodeTiling {
+            node: n.name.clone(),
+            op_type: n.op_type.clone(),
+            tiles: 1,
+            how: "whole, computed out of L2 (untiled)".into(),
+            l1_bytes,
+            staging_bytes: used,
+            stage_need: vec![stage_need],
+        },
+        used,
+    )
 }
 
 /// The constants a lowered program may address, with their sizes.

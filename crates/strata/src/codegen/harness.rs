@@ -74,28 +74,6 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
             writeln!(s, "    {{{}}},", row.join(", ")).unwrap();
         }
         writeln!(s, "}};").unwrap();
-        let offs: Vec<String> = p
-            .data
-            .iter()
-            .map(|t| plan.offset(*t).expect("data in arena").to_string())
-            .collect();
-        let sizes: Vec<String> = p
-            .data
-            .iter()
-            .map(|t| g.ty(*t).bytes().to_string())
-            .collect();
-        writeln!(
-            s,
-            "static const size_t st_data_off[N_DATA] = {{{}}};",
-            offs.join(", ")
-        )
-        .unwrap();
-        writeln!(
-            s,
-            "static const size_t st_data_bytes[N_DATA] = {{{}}};",
-            sizes.join(", ")
-        )
-        .unwrap();
     }
     if let Some(l) = &f.ref_losses {
         arr(
@@ -114,8 +92,8 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     for t in f.initial.keys() {
         writeln!(
             s,
-            "    memcpy(st_l2 + {}, st_init_{}, {}); /* {} */",
-            plan.offset(*t).expect("initial value in arena"),
+            "    memcpy({}, st_init_{}, {}); /* {} */",
+            super::arena_at(plan, *t),
             t.0,
             g.ty(*t).bytes(),
             g.name(*t).replace("*/", "* /")
@@ -125,21 +103,29 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     for t in &p.accumulators {
         writeln!(
             s,
-            "    memset(st_l2 + {}, 0, {});",
-            plan.offset(*t).unwrap(),
+            "    memset({}, 0, {});",
+            super::arena_at(plan, *t),
             g.ty(*t).bytes()
         )
         .unwrap();
     }
     writeln!(s, "    for (int b = 0; b < N_BATCHES; b++) {{").unwrap();
     if !p.data.is_empty() {
-        writeln!(s, "        for (int i = 0; i < N_DATA; i++) memcpy(st_l2 + st_data_off[i], st_batches[b][i], st_data_bytes[i]);").unwrap();
+        for (i, t) in p.data.iter().enumerate() {
+            writeln!(
+                s,
+                "        memcpy({}, st_batches[b][{i}], {});",
+                super::arena_at(plan, *t),
+                g.ty(*t).bytes()
+            )
+            .unwrap();
+        }
     }
     if let Some(flag) = p.flag {
         writeln!(
             s,
-            "        memset(st_l2 + {}, b % N_ACCUM == 0, {});",
-            plan.offset(flag).unwrap(),
+            "        memset({}, b % N_ACCUM == 0, {});",
+            super::arena_at(plan, flag),
             g.ty(flag).bytes()
         )
         .unwrap();
