@@ -222,18 +222,19 @@ pub fn choose_homes(p: &Program, dry: &Lir, target: &Target) -> Result<MemoryPla
     let mut in_l3 = vec![false; ng];
     loop {
         let staging = staging_of(&in_l3);
-        let mut live = vec![0u64; end + 1];
+        // Bytes live in L2 per position, by differences.
+        let mut live = vec![0i64; end + 1];
         for (gi, grp) in gs.iter().enumerate() {
             if !in_l3[gi] {
-                live[grp.lower as usize] += grp.size;
-                live[grp.upper as usize] -= grp.size;
+                live[grp.lower as usize] += grp.size as i64;
+                live[grp.upper as usize] -= grp.size as i64;
             }
         }
-        let (mut peak, mut at, mut run) = (0u64, 0usize, 0u64);
+        let (mut peak, mut at, mut run) = (0u64, 0usize, 0i64);
         for (x, d) in live.iter().enumerate().take(end) {
             run += d;
-            if run > peak {
-                (peak, at) = (run, x);
+            if run as u64 > peak {
+                (peak, at) = (run as u64, x);
             }
         }
         let mut fits_lb = false;
