@@ -4,7 +4,9 @@
 Requirements (Python 3.11):  pip install numpy onnx onnxruntime-training==1.19.2
 Run from anywhere:            python3 examples/gen_ort.py
 
-For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep) this script
+For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep, and
+cnn_big and vit_big, whose training programs need more than 2 MB live) this
+script
 
 1. builds the forward ONNX model with onnx.helper, initial weights as
    initializers drawn from a fixed seed;
@@ -13,7 +15,8 @@ For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep) this script
    optimizer_model.onnx and checkpoint;
 3. trains with ONNX Runtime's C++ training API (CheckpointState, Module,
    Optimizer) for N_BATCHES mini-batches, accumulating gradients over
-   N_ACCUM (opt.step() then module.lazy_reset_grad() after every N_ACCUM
+   N_ACCUM (BATCHING overrides both per model; opt.step() then
+   module.lazy_reset_grad() after every N_ACCUM
    mini-batches: ORT's lazy_reset_grad makes the *next* training step
    overwrite the gradient accumulators instead of adding to them);
 4. writes into examples/ort/<m>/ the three ONNX artifacts, unmodified, and
@@ -315,6 +318,146 @@ def mlp_acts(rng):
     return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
 
 
+def cnn_big(rng):
+    """A MobileNetV1-like CNN whose training program needs well over 2 MB
+    live: Conv 3x3 (3 -> 16) -> BN -> Relu at 64x64, then three depthwise
+    separable blocks, each dw Conv 3x3 -> BN -> Relu -> pw Conv 1x1 -> BN ->
+    Relu (the second and third dw with stride 2, 64x64 -> 32x32 -> 16x16),
+    GAP -> Gemm. Few parameters (about 4,400), large activations (batch 2 x
+    64 x 64). The last block brings GAP's input to 16x16: ORT's GAP gradient
+    is an Expand to that shape, which strata runs as one tile in L1."""
+    B, Cin, HW, C1, C2, C3, K = 2, 3, 64, 16, 32, 32, 10
+    p, frozen, nodes = {}, {}, []
+
+    def conv_bn_relu(x, i, cin, cout, k, stride, group):
+        p[f"conv{i}.weight"] = init(rng, (cout, cin // group, k, k), (cin // group) * k * k)
+        p[f"bn{i}.weight"] = (1.0 + 0.1 * rng.standard_normal(cout)).astype(np.float32)
+        p[f"bn{i}.bias"] = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+        frozen[f"bn{i}.running_mean"] = np.zeros(cout, np.float32)
+        frozen[f"bn{i}.running_var"] = np.ones(cout, np.float32)
+        pad = k // 2
+        nodes.extend(
+            [
+                helper.make_node(
+                    "Conv",
+                    [x, f"conv{i}.weight"],
+                    [f"c{i}"],
+                    kernel_shape=[k, k],
+                    pads=[pad] * 4,
+                    strides=[stride, stride],
+                    group=group,
+                ),
+                helper.make_node(
+                    "BatchNormalization",
+                    [f"c{i}", f"bn{i}.weight", f"bn{i}.bias", f"bn{i}.running_mean", f"bn{i}.running_var"],
+                    [f"b{i}", f"bn{i}.running_mean_out", f"bn{i}.running_var_out"],
+                    epsilon=1e-5,
+                    momentum=0.9,
+                    training_mode=1,
+                ),
+                helper.make_node("Relu", [f"b{i}"], [f"r{i}"]),
+            ]
+        )
+        return f"r{i}"
+
+    x = conv_bn_relu("input", 0, Cin, C1, 3, 1, 1)
+    x = conv_bn_relu(x, 1, C1, C1, 3, 1, C1)  # depthwise
+    x = conv_bn_relu(x, 2, C1, C2, 1, 1, 1)  # pointwise
+    x = conv_bn_relu(x, 3, C2, C2, 3, 2, C2)  # depthwise, stride 2
+    x = conv_bn_relu(x, 4, C2, C3, 1, 1, 1)  # pointwise
+    x = conv_bn_relu(x, 5, C3, C3, 3, 2, C3)  # depthwise, stride 2
+    x = conv_bn_relu(x, 6, C3, C3, 1, 1, 1)  # pointwise
+    p["fc.weight"] = init(rng, (K, C3), C3)
+    p["fc.bias"] = init(rng, (K,), C3)
+    nodes += [
+        helper.make_node("GlobalAveragePool", [x], ["gap"]),
+        helper.make_node("Flatten", ["gap"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], transB=1),
+    ]
+    m = make_model("cnn_big", nodes, [("input", [B, Cin, HW, HW])], [("output", [B, K])], {**p, **frozen})
+
+    def batch(rng):
+        x = rng.standard_normal((B, Cin, HW, HW)).astype(np.float32)
+        y = rng.integers(0, K, B).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), list(frozen), artifacts.LossType.CrossEntropyLoss, batch
+
+
+def vit_big(rng):
+    """A small CCT-like transformer whose training program needs well over
+    2 MB live: a conv tokenizer (Conv 3x3 stride 2, 3 -> D, -> Relu, 32x32
+    -> 16x16, so T = 256 tokens; a stride-2 conv rather than CCT's MaxPool,
+    which strata runs as one tile in L1), a learned positional embedding,
+    one pre-norm block with 2-head attention (Reshape/Transpose into heads,
+    scores [B, H, T, T]) and a Gelu MLP, mean pooling over tokens, Gemm."""
+    B, Cin, HW, D, H, Hd, K = 1, 3, 32, 32, 4, 64, 10
+    T, dh = (HW // 2) ** 2, D // H
+    p = {
+        "tok.weight": init(rng, (D, Cin, 3, 3), Cin * 9),
+        "tok.bias": init(rng, (D,), Cin * 9),
+        "pos": (0.02 * rng.standard_normal((1, T, D))).astype(np.float32),
+        "ln1.weight": (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32),
+        "ln1.bias": (0.1 * rng.standard_normal(D)).astype(np.float32),
+        "q.weight": init(rng, (D, D), D),
+        "k.weight": init(rng, (D, D), D),
+        "v.weight": init(rng, (D, D), D),
+        "proj.weight": init(rng, (D, D), D),
+        "ln2.weight": (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32),
+        "ln2.bias": (0.1 * rng.standard_normal(D)).astype(np.float32),
+        "mlp1.weight": init(rng, (D, Hd), D),
+        "mlp2.weight": init(rng, (Hd, D), Hd),
+        "head.weight": init(rng, (K, D), D),
+        "head.bias": init(rng, (K,), D),
+    }
+    consts = {
+        "scale": np.array(np.sqrt(dh), np.float32),
+        "shape_tokens": np.array([B, D, T], np.int64),
+        "shape_heads": np.array([B, T, H, dh], np.int64),
+        "shape_merge": np.array([B, T, D], np.int64),
+    }
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["input", "tok.weight", "tok.bias"], ["tc"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        mk("Relu", ["tc"], ["tr"]),
+        mk("Reshape", ["tr", "shape_tokens"], ["tf"]),
+        mk("Transpose", ["tf"], ["tokens"], perm=[0, 2, 1]),
+        mk("Add", ["tokens", "pos"], ["x0"]),
+        mk("LayerNormalization", ["x0", "ln1.weight", "ln1.bias"], ["n1", "n1.mean", "n1.inv_std"], axis=-1, epsilon=1e-5),
+    ]
+    for t in ("q", "k", "v"):
+        nodes += [
+            mk("MatMul", ["n1", f"{t}.weight"], [f"{t}0"]),
+            mk("Reshape", [f"{t}0", "shape_heads"], [f"{t}1"]),
+            mk("Transpose", [f"{t}1"], [f"{t}h"], perm=[0, 2, 3, 1] if t == "k" else [0, 2, 1, 3]),
+        ]
+    nodes += [
+        mk("MatMul", ["qh", "kh"], ["s"]),
+        mk("Div", ["s", "scale"], ["s_scaled"]),
+        mk("Softmax", ["s_scaled"], ["a"], axis=-1),
+        mk("MatMul", ["a", "vh"], ["o"]),
+        mk("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        mk("Reshape", ["ot", "shape_merge"], ["om"]),
+        mk("MatMul", ["om", "proj.weight"], ["att"]),
+        mk("Add", ["x0", "att"], ["x1"]),
+        mk("LayerNormalization", ["x1", "ln2.weight", "ln2.bias"], ["n2", "n2.mean", "n2.inv_std"], axis=-1, epsilon=1e-5),
+        mk("MatMul", ["n2", "mlp1.weight"], ["m1"]),
+        mk("Gelu", ["m1"], ["g1"], domain="com.microsoft"),
+        mk("MatMul", ["g1", "mlp2.weight"], ["m2"]),
+        mk("Add", ["x1", "m2"], ["x2"]),
+        mk("ReduceMean", ["x2"], ["pooled"], axes=[1], keepdims=0),
+        mk("Gemm", ["pooled", "head.weight", "head.bias"], ["output"], transB=1),
+    ]
+    m = make_model("vit_big", nodes, [("input", [B, Cin, HW, HW])], [("output", [B, K])], {**p, **consts})
+
+    def batch(rng):
+        x = rng.standard_normal((B, Cin, HW, HW)).astype(np.float32)
+        y = rng.integers(0, K, B).astype(np.int64)
+        return {"input": x, "labels": y}
+
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, batch
+
+
 # name: (builder, seed, optimizer). mlp_adamw is mlp under ORT's AdamW
 # (AdamWOptimizer over sequences, moments as optimizer state); mlp_mse,
 # mlp_l1 and mlp_bce are mlp under ORT's other losses; mlp_acts has Tanh,
@@ -329,6 +472,15 @@ MODELS = {
     "mlp_bce": (mlp_loss("BCEWithLogitsLoss"), 7, "SGD"),
     "mlp_acts": (mlp_acts, 8, "SGD"),
     "cnn_deep": (cnn_deep, 9, "SGD"),
+    "cnn_big": (cnn_big, 10, "SGD"),
+    "vit_big": (vit_big, 11, "SGD"),
+}
+# (n_batches, n_accum) where not (N_BATCHES, N_ACCUM): the big models, whose
+# training programs need more than 2 MB live, train on fewer mini-batches so
+# their data.npz stays small and their tests fast.
+BATCHING = {
+    "cnn_big": (4, 2),
+    "vit_big": (4, 2),
 }
 
 
@@ -350,7 +502,8 @@ def generate(name: str):
     rng = np.random.default_rng(20240700 + seed)
     model, trainable, frozen, loss, batch = build(rng)
     initial = {i.name: numpy_helper.to_array(i).copy() for i in model.graph.initializer}
-    batches = [batch(rng) for _ in range(N_BATCHES)]
+    n_batches, n_accum = BATCHING.get(name, (N_BATCHES, N_ACCUM))
+    batches = [batch(rng) for _ in range(n_batches)]
 
     out = OUT / name
     out.mkdir(parents=True, exist_ok=True)
@@ -385,7 +538,7 @@ def generate(name: str):
             feeds = [mb[n] for n in feed_names]
             loss_v = module(*feeds)
             losses.append(np.float32(np.asarray(loss_v).reshape(-1)[0]))
-            if (b + 1) % N_ACCUM == 0:
+            if (b + 1) % n_accum == 0:
                 opt.step()
                 module.lazy_reset_grad()
         # Frozen parameters are compared too: ORT's BatchNormInternal updates
@@ -397,8 +550,8 @@ def generate(name: str):
     for b, mb in enumerate(batches):
         for k, v in mb.items():
             data[f"mb{b}_{k}"] = v
-    data["meta_n_batches"] = np.array(N_BATCHES, np.int64)
-    data["meta_n_accum"] = np.array(N_ACCUM, np.int64)
+    data["meta_n_batches"] = np.array(n_batches, np.int64)
+    data["meta_n_accum"] = np.array(n_accum, np.int64)
     data["learning_rate"] = np.array([LR], np.float32)
     savez(out / "data.npz", data)
     ref = {"loss": np.array(losses, np.float32), **final}
