@@ -340,6 +340,23 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
         }
     )
     .unwrap();
+    if plan.staging > 0 {
+        writeln!(
+            s,
+            "level L2: staging for tiles of L3 tensors: {} bytes at offset {}",
+            plan.staging,
+            plan.staging_base()
+        )
+        .unwrap();
+    }
+    if let Some(a) = &plan.l3 {
+        writeln!(
+            s,
+            "level L3: arena {} bytes, lower bound {} bytes, capacity {} bytes",
+            a.arena_bytes, a.lower_bound, a.capacity
+        )
+        .unwrap();
+    }
     writeln!(
         s,
         "read-only constants outside the arena: {} bytes",
@@ -370,12 +387,15 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
     }
     writeln!(
         s,
-        "{:>10} {:>10} {:>6} {:>6}  tensors",
-        "offset", "bytes", "from", "to"
+        "{:>5} {:>10} {:>10} {:>6} {:>6}  tensors",
+        "level", "offset", "bytes", "from", "to"
     )
     .unwrap();
     let mut order: Vec<usize> = (0..plan.groups.len()).collect();
-    order.sort_by_key(|&i| (plan.groups[i].offset, plan.groups[i].lower, i));
+    order.sort_by_key(|&i| {
+        let g = &plan.groups[i];
+        (g.level, g.offset, g.lower, i)
+    });
     for i in order {
         let grp = &plan.groups[i];
         let names: Vec<String> = grp
@@ -385,7 +405,8 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
             .collect();
         writeln!(
             s,
-            "{:>10} {:>10} {:>6} {:>6}  {}",
+            "{:>5} {:>10} {:>10} {:>6} {:>6}  {}",
+            grp.level.to_string(),
             grp.offset,
             grp.size,
             grp.lower,
@@ -509,6 +530,7 @@ pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
                 })
                 .collect();
             json!({
+                "level": grp.level,
                 "offset": grp.offset,
                 "size": grp.size,
                 "lower": grp.lower,
@@ -524,6 +546,8 @@ pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
         "lower_bound": plan.lower_bound,
         "constant_bytes": plan.constant_bytes,
         "optimal": plan.optimal,
+        "l2_staging_bytes": plan.staging,
+        "l3": plan.l3,
         "schedule": plan.schedule,
         "reuse": plan.reuse,
         "groups": groups,

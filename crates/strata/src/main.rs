@@ -196,10 +196,22 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 p.train_end,
                 p.nodes_total() - p.train_end
             );
-            println!(
-                "L2 arena {} bytes, lower bound {} bytes, capacity {} bytes",
-                plan.arena_bytes, plan.lower_bound, plan.capacity
-            );
+            for (level, bytes) in &lir.arenas {
+                let cap = match level {
+                    strata::lir::Level::L3 => plan.l3.as_ref().map_or(0, |a| a.capacity),
+                    strata::lir::Level::L2 => plan.capacity,
+                    strata::lir::Level::L1 => tiling.l1,
+                };
+                println!(
+                    "{level} arena {bytes} bytes, lower bound {} bytes, capacity {cap} bytes{}",
+                    lir.lower_bounds.get(level).copied().unwrap_or(0),
+                    if *level == strata::lir::Level::L2 && plan.staging > 0 {
+                        format!(" ({} of them staging tiles of L3 tensors)", plan.staging)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
             if let Some(s) = &p.schedule {
                 println!(
                     "peak live bytes {} in the ONNX order, {} in the chosen order (--schedule {})",
@@ -212,9 +224,9 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                     }
                 );
             }
-            if let Some(l1) = lir.arenas.get(&strata::lir::Level::L1) {
+            if lir.buffering.is_some() {
                 println!(
-                    "L1 arena {l1} bytes; {} DMA commands per training step",
+                    "{} DMA commands per training step",
                     lir.dma_commands(0..lir.train_end)
                 );
             }

@@ -378,3 +378,69 @@ pub const PEER_TRAINING_L2: &[(&str, u64, Option<u64>)] = &[
     ("DSCNN", 67_348, None),
     ("ResNet8", 1_591_128, Some(1_507_288)),
 ];
+
+/// Simulator and compiled C run the same kernels on the same tiles: they
+/// agree to this (absolute, losses and trained tensors).
+pub const SIM_AGREES_WITH_C: f32 = 1e-6;
+/// Against a fixture's external reference (ONNX Runtime or numpy float64),
+/// tiled or not, at any level.
+pub const REFERENCE: f32 = 1e-4;
+
+/// One cell of a training program's matrix: the simulator (and, with
+/// `with_c`, the compiled C) for `target`, each within [`REFERENCE`] of the
+/// fixture's reference and within [`SIM_AGREES_WITH_C`] of each other; the
+/// L1 arena within its budget. Returns the simulator's report.
+pub fn check_cell(
+    dir: &std::path::Path,
+    target: &crate::driver::Target,
+    with_c: bool,
+) -> crate::driver::CheckReport {
+    use crate::driver::{check_for, Engine};
+    let reg = Registry::standard();
+    let what = format!(
+        "{} at L1 {:?} {:?}, L2 {}, default level {}",
+        dir.display(),
+        target.l1,
+        target.buffering,
+        target.l2,
+        target.default_level
+    );
+    let s =
+        check_for(dir, Engine::Sim, target, None, &reg).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(s.ok, "{what} sim: failures {:?}", s.failures);
+    assert!(s.max_abs_loss_error.unwrap_or(0.0) <= REFERENCE);
+    assert!(s.max_abs_weight_error.unwrap_or(0.0) <= REFERENCE);
+    if let Some(l1) = target.l1 {
+        let a = s.arena_bytes.get("L1").copied().unwrap_or(0);
+        assert!(a <= l1, "{what}: L1 arena {a} over the budget");
+    }
+    let cycles = s.cycles.as_ref().expect("the simulator counts cycles");
+    assert!(cycles.total > 0 && cycles.total == cycles.train + cycles.optimizer);
+    if with_c {
+        let c =
+            check_for(dir, Engine::C, target, None, &reg).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(c.ok, "{what} C: failures {:?}", c.failures);
+        assert_eq!(
+            c.arena_bytes, s.arena_bytes,
+            "{what}: C and sim plans differ"
+        );
+        let (rs, rc) = (s.results.as_ref().unwrap(), c.results.unwrap());
+        assert_eq!(rs.losses.len(), rc.losses.len());
+        let d = crate::tensor::max_abs_diff(&rs.losses, &rc.losses);
+        assert!(
+            d <= SIM_AGREES_WITH_C,
+            "{what}: sim and C losses differ by {d}"
+        );
+        assert_eq!(rs.tensors.len(), rc.tensors.len());
+        for (a, b) in rs.tensors.iter().zip(&rc.tensors) {
+            if let (crate::tensor::Data::F32(x), crate::tensor::Data::F32(y)) = (&a.data, &b.data) {
+                let d = crate::tensor::max_abs_diff(x, y);
+                assert!(
+                    d <= SIM_AGREES_WITH_C,
+                    "{what}: sim and C tensors differ by {d}"
+                );
+            }
+        }
+    }
+    s
+}

@@ -9,17 +9,11 @@ use std::path::{Path, PathBuf};
 use strata::driver::{self, Engine, Target};
 use strata::lir::{self, Buffering, Level, Step};
 use strata::ops::Registry;
-use strata::tensor::max_abs_diff;
 use strata::testing::shared_dir as shared;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
-
-/// Simulator and compiled C run the same kernels on the same tiles.
-const SIM_AGREES_WITH_C: f32 = 1e-6;
-/// Against the reference (ONNX Runtime or numpy float64), as untiled.
-const REFERENCE: f32 = 1e-4;
 
 fn target(l1: u64, buffering: Buffering) -> Target {
     let mut t = Target::with_l2(driver::DEFAULT_L2);
@@ -28,48 +22,13 @@ fn target(l1: u64, buffering: Buffering) -> Target {
     t
 }
 
-/// Sim and C at one (L1, buffering) cell: both within REFERENCE of the
-/// reference, within SIM_AGREES_WITH_C of each other. Returns the simulated
-/// total cycles.
+/// Sim and C at one (L1, buffering) cell (see `testing::check_cell`);
+/// returns the simulated total cycles.
 fn cell(dir: &Path, l1: u64, b: Buffering, with_c: bool) -> u64 {
-    let reg = Registry::standard();
-    let t = target(l1, b);
-    let what = format!("{} at L1 {l1} {b:?}", dir.display());
-    let s = driver::check_for(dir, Engine::Sim, &t, None, &reg)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(s.ok, "{what} sim: failures {:?}", s.failures);
-    assert!(s.max_abs_loss_error.unwrap_or(0.0) <= REFERENCE);
-    assert!(s.max_abs_weight_error.unwrap_or(0.0) <= REFERENCE);
-    assert!(
-        s.arena_bytes["L1"] <= l1,
-        "{what}: L1 arena {} over the budget",
-        s.arena_bytes["L1"]
-    );
-    let cycles = s.cycles.as_ref().expect("the simulator counts cycles");
-    assert!(cycles.total > 0 && cycles.total == cycles.train + cycles.optimizer);
-    if with_c {
-        let c = driver::check_for(dir, Engine::C, &t, None, &reg)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(c.ok, "{what} C: failures {:?}", c.failures);
-        let (rs, rc) = (s.results.unwrap(), c.results.unwrap());
-        assert_eq!(rs.losses.len(), rc.losses.len());
-        let d = max_abs_diff(&rs.losses, &rc.losses);
-        assert!(
-            d <= SIM_AGREES_WITH_C,
-            "{what}: sim and C losses differ by {d}"
-        );
-        for (a, b) in rs.tensors.iter().zip(&rc.tensors) {
-            if let (strata::tensor::Data::F32(x), strata::tensor::Data::F32(y)) = (&a.data, &b.data)
-            {
-                let d = max_abs_diff(x, y);
-                assert!(
-                    d <= SIM_AGREES_WITH_C,
-                    "{what}: sim and C weights differ by {d}"
-                );
-            }
-        }
-    }
-    cycles.total
+    strata::testing::check_cell(dir, &target(l1, b), with_c)
+        .cycles
+        .unwrap()
+        .total
 }
 
 /// Every cell of a program; double buffering is never slower than single.
