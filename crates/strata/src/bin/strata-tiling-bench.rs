@@ -1,8 +1,16 @@
-//! Tiling benchmark: per training program and L1 budget, the arenas with
-//! their lower bounds, simulated cycles single- and double-buffered and
-//! their ratio, cycles over max(compute bound, transfer bound), DMA commands
-//! per step, and the compile (import, schedule, plan, lower, check, emit C) in
-//! seconds and peak memory, against the 1 s / 200 MB bound for ResNet8.
+//! Tiling benchmark. First table: per training program and L1 budget (L2
+//! home), the arenas with their lower bounds, simulated cycles single- and
+//! double-buffered and their ratio, cycles over max(compute bound, transfer
+//! bound), DMA commands per step, and the compile (import, schedule, plan,
+//! lower, check, emit C) in seconds and peak memory, against the 1 s / 200
+//! MB bound for ResNet8.
+//!
+//! Second table (the memory hierarchy): per program, at L1 128,000 and L2
+//! 2,000,000, with tensors at home in L2 (L3 only for what does not fit) and
+//! all in L3: the untiled baseline, tiled single- and double-buffered, each
+//! with cycles per training and per optimizer step and the L1 / L2 / L3
+//! arenas; and the compile at default level L3, double-buffered, against
+//! 1 s / 200 MB (ResNet8) and 5 s / 200 MB (MobileNetV1-sized programs).
 //!
 //! Each cell runs in a child process (this binary with `--cell`) so that its
 //! peak memory (VmHWM) is its own.
@@ -39,12 +47,28 @@ fn cpu_s() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// A cell's target from its arguments: L1 budget (0: untiled), buffering,
+/// default level, L2 budget.
+fn target(args: &[String]) -> Target {
+    let l1: u64 = args[0].parse().unwrap();
+    let mut t = Target::with_l2(args[3].parse().unwrap());
+    t.l1 = (l1 > 0).then_some(l1);
+    t.buffering = if args[1] == "single" {
+        Buffering::Single
+    } else {
+        Buffering::Double
+    };
+    t.default_level = if args[2] == "L3" {
+        Level::L3
+    } else {
+        Level::L2
+    };
+    t
+}
+
 /// One cell, in this process: prints a tab-separated result line.
-fn cell(dir: &Path, l1: u64, b: Buffering) -> Result<(), String> {
+fn cell(dir: &Path, t: &Target) -> Result<(), String> {
     let reg = Registry::standard();
-    let mut t = Target::with_l2(driver::DEFAULT_L2);
-    t.l1 = Some(l1);
-    t.buffering = b;
     // Compile: import, plan, lower, check the lowered program, emit the C.
     let mut times = Vec::new();
     let mut out = None;
@@ -54,8 +78,7 @@ fn cell(dir: &Path, l1: u64, b: Buffering) -> Result<(), String> {
         let mut loaded = driver::load_program(dir, None, &reg).map_err(|e| e.to_string())?;
         strata::schedule::apply(loaded.program_mut(), t.schedule).map_err(|e| e.to_string())?;
         let p = loaded.program();
-        let plan = driver::plan_program(p, t.l2).map_err(|e| e.to_string())?;
-        let lir = driver::lower_program(p, &plan, &t).map_err(|e| e.to_string())?;
+        let (plan, lir) = driver::plan_and_lower(p, t).map_err(|e| e.to_string())?;
         let (h, c) = strata::codegen::emit_model(p, &plan, &lir).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64());
         out = Some((lir, h.len() + c.len()));
@@ -65,11 +88,11 @@ fn cell(dir: &Path, l1: u64, b: Buffering) -> Result<(), String> {
     let compile_s = times[times.len() / 2];
     let mem = peak_mb().unwrap_or(f64::NAN);
     let (lir, c_bytes) = out.unwrap();
-    let r = driver::check_for(dir, Engine::Sim, &t, None, &reg).map_err(|e| e.to_string())?;
+    let r = driver::check_for(dir, Engine::Sim, t, None, &reg).map_err(|e| e.to_string())?;
     let sim = r.sim.as_ref().unwrap();
     let per = |total: u64, steps: u64| total as f64 / steps.max(1) as f64;
     println!(
-        "CELL\t{}\t{}\t{}\t{}\t{}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{:.4}\t{:.1}\t{}\t{}\t{:.4}",
+        "CELL\t{}\t{}\t{}\t{}\t{}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{:.4}\t{:.1}\t{}\t{}\t{:.4}\t{}\t{}",
         lir.arena(Level::L1),
         lir.lower_bounds.get(&Level::L1).copied().unwrap_or(0),
         lir.arena(Level::L2),
@@ -86,6 +109,8 @@ fn cell(dir: &Path, l1: u64, b: Buffering) -> Result<(), String> {
         c_bytes,
         r.ok,
         compile_cpu,
+        lir.arena(Level::L3),
+        lir.lower_bounds.get(&Level::L3).copied().unwrap_or(0),
     );
     Ok(())
 }
@@ -107,18 +132,30 @@ struct Row {
     c_bytes: u64,
     ok: bool,
     compile_cpu: f64,
+    l3: u64,
+    l3_lb: u64,
 }
 
-fn run_cell(dir: &Path, l1: u64, b: Buffering) -> Result<Row, String> {
+/// Run one cell in a child process: L1 budget (`None`: untiled), buffering,
+/// default level, L2 budget.
+fn run_cell(
+    dir: &Path,
+    l1: Option<u64>,
+    b: Buffering,
+    level: Level,
+    l2: u64,
+) -> Result<Row, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = Command::new(exe)
         .arg("--cell")
         .arg(dir)
-        .arg(l1.to_string())
+        .arg(l1.unwrap_or(0).to_string())
         .arg(match b {
             Buffering::Single => "single",
             Buffering::Double => "double",
         })
+        .arg(level.to_string())
+        .arg(l2.to_string())
         .output()
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -149,18 +186,15 @@ fn run_cell(dir: &Path, l1: u64, b: Buffering) -> Result<Row, String> {
         c_bytes: u(13),
         ok: f[14] == "true",
         compile_cpu: x(15),
+        l3: u(16),
+        l3_lb: u(17),
     })
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--cell") {
-        let b = if args[4] == "single" {
-            Buffering::Single
-        } else {
-            Buffering::Double
-        };
-        if let Err(e) = cell(Path::new(&args[2]), args[3].parse().unwrap(), b) {
+        if let Err(e) = cell(Path::new(&args[2]), &target(&args[3..])) {
             println!("error: {e}");
         }
         return;
@@ -189,10 +223,8 @@ fn main() {
     let mut db_slower = 0;
     for (name, dir) in &cases {
         for l1 in [64_000u64, 128_000] {
-            let (sb, db) = (
-                run_cell(dir, l1, Buffering::Single),
-                run_cell(dir, l1, Buffering::Double),
-            );
+            let at = |b| run_cell(dir, Some(l1), b, Level::L2, driver::DEFAULT_L2);
+            let (sb, db) = (at(Buffering::Single), at(Buffering::Double));
             let (sb, db) = match (sb, db) {
                 (Ok(s), Ok(d)) => (s, d),
                 (Err(e), _) | (_, Err(e)) => {
@@ -238,4 +270,99 @@ fn main() {
     }
     println!("worst simulated cycles / max(compute bound, transfer bound), double-buffered: {worst_ratio:.3}");
     println!("cells where double buffering is slower than single: {db_slower}");
+    for m in ["cnn_big", "vit_big", "mobilenet"] {
+        let d = root.join("examples/ort").join(m);
+        if d.is_dir() {
+            cases.push((format!("ort/{m}"), d));
+        }
+    }
+    levels(&cases);
+}
+
+/// The second table: untiled / single / double at each default level.
+fn levels(cases: &[(String, PathBuf)]) {
+    const L1: u64 = 128_000;
+    const L2: u64 = 2_000_000;
+    println!(
+        "\nmemory hierarchy: L1 {L1}, L2 {L2}; cycles per training step / per optimizer step; arenas in bytes (L3: - when none)"
+    );
+    println!(
+        "{:<14} {:>5} {:<8} {:>12} {:>10} {:>8} {:>9} {:>9}  {:>8} {:>8}  {:>5}",
+        "program",
+        "home",
+        "run",
+        "train/step",
+        "opt/step",
+        "L1",
+        "L2",
+        "L3",
+        "compile",
+        "peak MB",
+        "ok"
+    );
+    let mut l3_db_slower = 0;
+    let mut bounds = Vec::new();
+    for (name, dir) in cases {
+        for level in [Level::L2, Level::L3] {
+            let mut cyc = Vec::new();
+            for (run, l1, b) in [
+                ("untiled", None, Buffering::Single),
+                ("single", Some(L1), Buffering::Single),
+                ("double", Some(L1), Buffering::Double),
+            ] {
+                match run_cell(dir, l1, b, level, L2) {
+                    Ok(r) => {
+                        println!(
+                            "{name:<14} {level:>5} {run:<8} {:>12.0} {:>10.0} {:>8} {:>9} {:>9}  {:>7.3}s {:>8.1}  {:>5}",
+                            r.train,
+                            r.opt,
+                            r.l1,
+                            r.l2,
+                            if r.l3 > 0 { r.l3.to_string() } else { "-".into() },
+                            r.compile_s,
+                            r.mem_mb,
+                            r.ok,
+                        );
+                        let _ = (r.l1_lb, r.l2_lb, r.l3_lb);
+                        if level == Level::L3 && run == "double" {
+                            let bound = match name.as_str() {
+                                "ResNet8" => Some(1.0),
+                                "ort/mobilenet" => Some(5.0),
+                                _ => None,
+                            };
+                            if let Some(bs) = bound {
+                                bounds.push((
+                                    name.clone(),
+                                    r.compile_s,
+                                    r.compile_cpu,
+                                    bs,
+                                    r.mem_mb,
+                                ));
+                            }
+                        }
+                        cyc.push(Some(r.total));
+                    }
+                    Err(e) => {
+                        println!("{name:<14} {level:>5} {run:<8} error: {e}");
+                        cyc.push(None);
+                    }
+                }
+            }
+            if level == Level::L3 {
+                if let (Some(s), Some(d)) = (cyc[1], cyc[2]) {
+                    if d > s {
+                        l3_db_slower += 1;
+                    }
+                }
+            }
+        }
+    }
+    for (name, s, cpu, bound, mb) in bounds {
+        println!(
+            "compile {name} (default level L3, double-buffered): {s:.3} s wall = {:.3} of the {bound} s bound ({cpu:.3} s CPU); peak {mb:.1} MB = {:.3} of {MEMORY_BOUND_MB} MB",
+            s / bound,
+            mb / MEMORY_BOUND_MB
+        );
+    }
+    println!("programs where double buffering at L3 is slower than single: {l3_db_slower}");
 }
