@@ -341,3 +341,60 @@ fn checker_catches_corrupted_staging() {
         _ => true,
     }));
 }
+
+/// An in-place update of a tensor in L3 (SGD on a weight, the gradient
+/// accumulators) reads it from L3 once and writes it back exactly once:
+/// every byte of its home is the destination of exactly one L3 write in
+/// the node, and the source of exactly one L3 read.
+#[test]
+fn in_place_updates_in_l3_write_back_exactly_once() {
+    let dir = workspace().join("examples/mlp");
+    for (l1, b) in [
+        (2048, Buffering::Double),
+        (2048, Buffering::Single),
+        (128_000, Buffering::Double),
+    ] {
+        let reg = Registry::standard();
+        let f = strata::fixture::load(&dir, &reg).unwrap();
+        let p = &f.program;
+        let (plan, l) = driver::plan_and_lower(p, &target(Level::L3, Some(l1), b)).unwrap();
+        let mut seen = 0;
+        for (n, node) in p.graph.nodes.iter().enumerate() {
+            if !matches!(node.op_type.as_str(), "SGD" | "InPlaceAccumulatorV2") {
+                continue;
+            }
+            let w = node.inputs[0].unwrap();
+            let (level, at) = plan.home(w).unwrap();
+            assert_eq!(level, Level::L3);
+            let bytes = p.graph.ty(w).bytes() as u64;
+            let (mut read, mut written) = (vec![0u32; bytes as usize], vec![0u32; bytes as usize]);
+            for s in &l.steps[l.node_steps[n].clone()] {
+                let Step::Dma(d) = s else { continue };
+                let (side, count, strides) = if d.src.level() == Level::L3 {
+                    (d.src.offset, &mut read, d.shape.src_strides)
+                } else if d.dst.level() == Level::L3 {
+                    (d.dst.offset, &mut written, d.shape.dst_strides)
+                } else {
+                    continue;
+                };
+                for (s, e) in d.shape.ranges(strides) {
+                    for x in side + s..side + e {
+                        if x >= at && x < at + bytes {
+                            count[(x - at) as usize] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(
+                read.iter().all(|&c| c == 1) && written.iter().all(|&c| c == 1),
+                "{} at L1 {l1} {b:?}: L3 bytes of `{}` read {:?} times, written {:?} times",
+                node.name,
+                p.graph.name(w),
+                (read.iter().min(), read.iter().max()),
+                (written.iter().min(), written.iter().max())
+            );
+            seen += 1;
+        }
+        assert!(seen >= 6, "the example's SGD and accumulator nodes");
+    }
+}
