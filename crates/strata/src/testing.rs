@@ -138,7 +138,7 @@ fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     target.l1 = None;
     let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let scratch = crate::outdir::Scratch::new("strata-test-")?;
-    let r = crate::codegen::harness::run(f, &plan, &lir, scratch.path());
+    let r = crate::codegen::harness::run(f, &plan, &lir, scratch.path(), target.c_target);
     let closed = scratch.close();
     let r = r?;
     closed?;
