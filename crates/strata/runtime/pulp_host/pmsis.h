@@ -76,9 +76,10 @@ typedef enum {
     PI_CL_DMA_DIR_EXT2LOC = 1
 } pi_cl_dma_dir_e;
 
-/* An asynchronous copy in flight (DMA command or RAM request). */
+/* An asynchronous copy (DMA command or RAM request); whether it is in
+ * flight is kept by the host PMSIS, not in the struct (a fresh request is
+ * uninitialised memory). */
 typedef struct pi_host_copy_s {
-    int in_flight;
     uint8_t *dst;      /* where the data lands: rows of `length` bytes ... */
     uint32_t stride;   /* ... `stride` apart */
     uint32_t length;

@@ -161,18 +161,26 @@ static void in_cluster(const char *what) {
     if (!in_task) pi_host_fail("%s called outside a cluster task", what);
 }
 
+/* Whether a copy is in flight: by the list, not by its fields, which a
+ * fresh request on the stack holds as garbage. */
+static size_t flying(const pi_host_copy_t *c) {
+    size_t i;
+    for (i = 0; i < n_flight; i++)
+        if (flight[i] == c) return i + 1;
+    return 0;
+}
+
 /* Issue a copy of size / length rows of `length` bytes, row r from
  * src + r * src_stride to dst + r * dst_stride: capture the source now,
  * poison the destination, land at the wait. */
 static void issue(pi_host_copy_t *c, const char *what, const uint8_t *src, uint32_t src_stride,
                   uint8_t *dst, uint32_t dst_stride, uint32_t size, uint32_t length) {
     uint32_t r, rows = size / length;
-    if (c->in_flight) pi_host_fail("%s: its command is still in flight (issued at step %lu)", what, c->step);
+    if (flying(c)) pi_host_fail("%s: its command is still in flight (issued at step %lu)", what, c->step);
     c->data = (uint8_t *)malloc(size);
     if (!c->data) pi_host_fail("%s: out of host memory", what);
     for (r = 0; r < rows; r++) memcpy(c->data + (size_t)r * length, src + (size_t)r * src_stride, length);
     for (r = 0; r < rows; r++) memset(dst + (size_t)r * dst_stride, 0xFF, length);
-    c->in_flight = 1;
     c->dst = dst;
     c->stride = dst_stride;
     c->length = length;
@@ -188,22 +196,17 @@ static void issue(pi_host_copy_t *c, const char *what, const uint8_t *src, uint3
 
 static void land(pi_host_copy_t *c, const char *what) {
     uint32_t r, rows;
-    size_t i;
+    size_t i = flying(c);
     step++;
     in_cluster(what);
-    if (!c->in_flight) pi_host_fail("%s on a command that is not in flight", what);
+    if (!i) pi_host_fail("%s on a command that is not in flight", what);
     rows = c->size / c->length;
     for (r = 0; r < rows; r++) memcpy(c->dst + (size_t)r * c->stride, c->data + (size_t)r * c->length, c->length);
     free(c->data);
     c->data = NULL;
-    c->in_flight = 0;
-    for (i = 0; i < n_flight; i++) {
-        if (flight[i] == c) {
-            memmove(flight + i, flight + i + 1, (n_flight - i - 1) * sizeof *flight);
-            n_flight--;
-            break;
-        }
-    }
+    i--;
+    memmove(flight + i, flight + i + 1, (n_flight - i - 1) * sizeof *flight);
+    n_flight--;
 }
 
 static void shape_ok(const char *what, uint32_t size, uint32_t stride, uint32_t length, uint32_t max) {
