@@ -175,8 +175,9 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             )?;
             let p = loaded.program();
             println!(
-                "wrote {} ({} nodes: {} training, {} optimizer)",
+                "wrote {} for target {} ({} nodes: {} training, {} optimizer)",
                 output.display(),
+                target.name(),
                 p.nodes_total(),
                 p.train_end,
                 p.nodes_total() - p.train_end

@@ -203,7 +203,18 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
     writeln!(s, "    }}").unwrap();
     for (k, (name, t, v)) in f.ref_tensors.iter().enumerate() {
         let bytes = g.ty(*t).bytes();
-        writeln!(s, "    st_load(st_out, {}, {bytes});", at(*t)).unwrap();
+        match home(plan, *t) {
+            Some((l, off)) => {
+                writeln!(s, "    st_load(st_out, {}, {off}, {bytes});", level_c(l)).unwrap()
+            }
+            // A read-only constant (a reference that training leaves as it was).
+            None => writeln!(
+                s,
+                "    memcpy(st_out, {}, {bytes});",
+                super::const_name(super::constant_root(p, *t))
+            )
+            .unwrap(),
+        }
         if v.dtype() == DType::F32 {
             writeln!(
                 s,
