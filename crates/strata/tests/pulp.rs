@@ -694,3 +694,25 @@ fn the_target_flag() {
         "{mk}"
     );
 }
+
+/// An L3 arena in the lowered program is declared and allocated at init
+/// (a HyperRAM allocation under PMSIS), and the program still trains.
+#[test]
+fn an_l3_arena_is_declared_and_allocated() {
+    let reg = Registry::standard();
+    let mut f = strata::fixture::load(&workspace().join("examples/mlp"), &reg).unwrap();
+    schedule::apply(&mut f.program, Schedule::Memory).unwrap();
+    let plan = driver::plan_program(&f.program, driver::DEFAULT_L2).unwrap();
+    let t = target(4096, Buffering::Double, CTarget::Pulp);
+    let mut lir = driver::lower_program(&f.program, &plan, &t).unwrap();
+    lir.arenas.insert(Level::L3, 12_345);
+    let (h, c) = codegen::emit_model(&f.program, &plan, &lir).unwrap();
+    assert!(h.contains("#define ST_L3_BYTES 12345"), "{h}");
+    assert!(c.contains("st_init(ST_L1_BYTES, ST_L2_BYTES, ST_L3_BYTES)"));
+    for target in [CTarget::Host, CTarget::Pulp] {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, out, ok) = codegen::harness::run(&f, &plan, &lir, dir.path(), target).unwrap();
+        assert!(ok, "{target:?}: {out}");
+        assert_eq!(r.losses.len(), f.n_batches);
+    }
+}
