@@ -40,6 +40,8 @@ pub enum Engine {
     Oracle,
 }
 
+pub use crate::codegen::CTarget;
+
 /// Default L1 budget: training runs on Siracusa use 64–128 KB of its 256 KiB.
 pub const DEFAULT_L1: u64 = 128_000;
 
@@ -61,6 +63,9 @@ pub struct Target {
     pub platform: Platform,
     /// The node order: chosen for memory, or the files' own.
     pub schedule: Schedule,
+    /// The machine the C is emitted for (`--target`): the host, or PULP
+    /// through the PMSIS API (checked on the host by `check --engine c`).
+    pub c_target: CTarget,
 }
 
 impl Target {
@@ -74,6 +79,7 @@ impl Target {
             buffering: Buffering::Double,
             platform: Platform::default(),
             schedule: Schedule::Memory,
+            c_target: CTarget::Host,
         }
     }
     fn lowering(&self) -> tile::Options {
@@ -555,16 +561,17 @@ pub fn plan_json(p: &Program, plan: &MemoryPlan) -> String {
     serde_json::to_string_pretty(&v).expect("plan serializes")
 }
 
-/// Write a planned program's C project (with a harness when given), its
-/// `plan.txt` and `plan.json` into `dir`; returns the C sources.
+/// Write a planned program's C project for `c_target` (with a harness when
+/// given), its `plan.txt` and `plan.json` into `dir`; returns the C sources.
 pub fn write_output(
     dir: &Path,
     p: &Program,
     plan: &MemoryPlan,
     lir: &Lir,
     harness: Option<&str>,
-) -> Result<Vec<String>> {
-    let sources = crate::codegen::write_project(dir, p, plan, lir, harness)?;
+    c_target: CTarget,
+) -> Result<crate::codegen::Sources> {
+    let sources = crate::codegen::write_project(dir, p, plan, lir, harness, c_target)?;
     write_output_plan(dir, p, plan, lir)?;
     Ok(sources)
 }
@@ -615,7 +622,7 @@ pub fn compile_for(
             Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
             Loaded::Program(_) => None,
         };
-        write_output(dir, p, &plan, &lir, harness.as_deref())?;
+        write_output(dir, p, &plan, &lir, harness.as_deref(), target.c_target)?;
         Ok((loaded, plan, lir))
     })
 }
@@ -626,6 +633,8 @@ pub struct CheckReport {
     pub fixture: String,
     pub kind: fixture::Kind,
     pub engine: Engine,
+    /// The machine the C was built for (engine `c`).
+    pub target: CTarget,
     pub ok: bool,
     pub losses: Vec<f32>,
     pub reference_losses: Option<Vec<f32>>,
@@ -726,7 +735,7 @@ pub fn check_for(
         }
         Engine::C => {
             let run = |wd: &Path| -> Result<_> {
-                let r = crate::codegen::harness::run(&f, &plan, &lir, wd)?;
+                let r = crate::codegen::harness::run(&f, &plan, &lir, wd, target.c_target)?;
                 write_output_plan(wd, &f.program, &plan, &lir)?;
                 Ok(r)
             };
@@ -761,6 +770,7 @@ pub fn check_for(
         fixture: dir.display().to_string(),
         kind: f.kind,
         engine,
+        target: target.c_target,
         ok: cmp.ok,
         losses: results.losses.clone(),
         reference_losses: f.ref_losses.clone(),

@@ -8,7 +8,9 @@
 //! (shape rules, reference kernels, C kernels), the reference interpreter
 //! and its f64 oracle,
 //! the plan and its checker, the tiler, the lowered program (LIR) and its
-//! checker, the simulator with its cycle model, and the C emitter.
+//! checker, the simulator with its cycle model, and the C emitter (one
+//! model over a small target API, implemented for the host and for PULP's
+//! PMSIS, the latter checked on the host by strata's own PMSIS).
 //! Placement itself is the `memplan` crate's job.
 
 pub mod codegen;

@@ -142,6 +142,10 @@ pub struct Operand {
     /// or is stored to. The checker proves the L1 bytes a kernel reads hold
     /// exactly that data.
     pub home: Option<HomeBox>,
+    /// The kernel reads only the operand's type (a conv gradient phase's
+    /// other input): no bytes are moved for it or addressed (`loc` is its
+    /// home, never touched; the C passes a null pointer).
+    pub shape_only: bool,
 }
 
 /// Where a dense tile's bytes live at home: runs of `run` contiguous bytes,
@@ -507,7 +511,9 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                     .map(|o| (o, false))
                     .chain(k.outputs.iter().map(|o| (o, true)));
                 for (o, write) in ops {
-                    let Some(o) = o else { continue };
+                    let Some(o) = o.as_ref().filter(|o| !o.shape_only) else {
+                        continue;
+                    };
                     let len = o.ty.bytes() as u64;
                     bounds(&o.loc, len, i, &format!("kernel of node {}", k.node.0))?;
                     if write && matches!(o.loc.base, Base::Const(_)) {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use strata::driver::{self, Engine};
+use strata::driver::{self, CTarget, Engine};
 use strata::ops::Registry;
 use strata::schedule::Schedule;
 
@@ -28,9 +28,9 @@ enum Cmd {
         /// The optimizer graph, when INPUT is a single training .onnx file.
         #[arg(long)]
         optimizer: Option<PathBuf>,
-        /// Target: `host` (C99 that runs on the build machine).
-        #[arg(long, default_value = "host")]
-        target: String,
+        /// Target: `host` (C99 for the build machine) or `pulp` (the PULP SDK's PMSIS; `make run` checks it on the host).
+        #[arg(long, value_enum, default_value = "host")]
+        target: CTarget,
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
@@ -50,6 +50,9 @@ enum Cmd {
         /// The engine: `interp` (the reference interpreter), `sim` (the simulator, with cycles) or `c` (the compiled C).
         #[arg(long, value_enum, default_value = "interp")]
         engine: Engine,
+        /// With `--engine c`: `host`, or `pulp` (the PMSIS C, built and run on this machine against strata's checked PMSIS).
+        #[arg(long, value_enum, default_value = "host")]
+        target: CTarget,
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
@@ -92,6 +95,9 @@ enum Cmd {
     Run {
         /// The training fixture directory.
         dir: PathBuf,
+        /// `host`, or `pulp` (the PMSIS C, built and run on this machine against strata's checked PMSIS).
+        #[arg(long, value_enum, default_value = "host")]
+        target: CTarget,
         /// Capacity of memory level L2 in bytes (1 to 2^40).
         #[arg(long, default_value_t = driver::DEFAULT_L2, value_parser = parse_l2, allow_hyphen_values = true)]
         l2: u64,
@@ -136,8 +142,9 @@ struct TilingArgs {
 }
 
 impl TilingArgs {
-    fn target(&self, l2: u64, schedule: Schedule) -> strata::Result<driver::Target> {
+    fn target(&self, l2: u64, schedule: Schedule, c: CTarget) -> strata::Result<driver::Target> {
         let mut t = driver::Target::with_l2(l2);
+        t.c_target = c;
         t.schedule = schedule;
         t.l1 = (!self.untiled).then_some(self.l1);
         t.buffering = self.buffering;
@@ -176,22 +183,18 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             output,
             schedule,
         } => {
-            if target != "host" {
-                return Err(strata::Error::Usage(format!(
-                    "unknown target `{target}` (supported: host)"
-                )));
-            }
             let (loaded, plan, lir) = driver::compile_for(
                 &input,
                 optimizer.as_deref(),
-                &tiling.target(l2, schedule)?,
+                &tiling.target(l2, schedule, target)?,
                 &output,
                 reg,
             )?;
             let p = loaded.program();
             println!(
-                "wrote {} ({} nodes: {} training, {} optimizer)",
+                "wrote {} for target {} ({} nodes: {} training, {} optimizer)",
                 output.display(),
+                target.name(),
                 p.nodes_total(),
                 p.train_end,
                 p.nodes_total() - p.train_end
@@ -235,16 +238,23 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
         Cmd::Check {
             dir,
             engine,
+            target,
             l2,
             tiling,
             workdir,
             json,
             schedule,
         } => {
+            if target != CTarget::Host && engine != Engine::C {
+                return Err(strata::Error::Usage(format!(
+                    "--target {} builds C: it goes with --engine c",
+                    target.name()
+                )));
+            }
             let r = driver::check_for(
                 &dir,
                 engine,
-                &tiling.target(l2, schedule)?,
+                &tiling.target(l2, schedule, target)?,
                 workdir.as_deref(),
                 reg,
             )?;
@@ -253,10 +263,15 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             } else {
                 print!("{}", r.c_output);
                 println!(
-                    "{} ({:?}, engine {:?}): {}",
+                    "{} ({:?}, engine {:?}{}): {}",
                     r.fixture,
                     r.kind,
                     r.engine,
+                    if r.engine == Engine::C {
+                        format!(", target {}", r.target.name())
+                    } else {
+                        String::new()
+                    },
                     if r.ok { "OK" } else { "FAILED" }
                 );
                 if let (Some(e), Some(_)) = (r.max_abs_loss_error, &r.reference_losses) {
@@ -350,6 +365,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
         ),
         Cmd::Run {
             dir,
+            target,
             l2,
             tiling,
             output,
@@ -362,7 +378,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
             let r = driver::check_for(
                 &dir,
                 Engine::C,
-                &tiling.target(l2, schedule)?,
+                &tiling.target(l2, schedule, target)?,
                 Some(&output),
                 reg,
             )?;

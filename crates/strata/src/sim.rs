@@ -318,6 +318,8 @@ impl<'a> Sim<'a> {
                     for o in &k.inputs {
                         ins.push(match o {
                             None => None,
+                            // Only its type is read: no bytes stand behind it.
+                            Some(o) if o.shape_only => Some(Tensor::zeros(&o.ty)),
                             Some(o) => {
                                 let b =
                                     self.bytes(o.loc.base, o.loc.offset, o.ty.bytes() as u64)?;

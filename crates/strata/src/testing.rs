@@ -138,7 +138,7 @@ fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     target.l1 = None;
     let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let scratch = crate::outdir::Scratch::new("strata-test-")?;
-    let r = crate::codegen::harness::run(f, &plan, &lir, scratch.path());
+    let r = crate::codegen::harness::run(f, &plan, &lir, scratch.path(), target.c_target);
     let closed = scratch.close();
     let r = r?;
     closed?;
@@ -395,6 +395,21 @@ pub fn check_cell(
     target: &crate::driver::Target,
     with_c: bool,
 ) -> crate::driver::CheckReport {
+    let c: &[crate::driver::CTarget] = if with_c {
+        &[crate::driver::CTarget::Host]
+    } else {
+        &[]
+    };
+    check_cell_on(dir, target, c)
+}
+
+/// [`check_cell`] with the C of each of `c_targets` (host, PULP on the
+/// checked host PMSIS), each held to the same figures.
+pub fn check_cell_on(
+    dir: &std::path::Path,
+    target: &crate::driver::Target,
+    c_targets: &[crate::driver::CTarget],
+) -> crate::driver::CheckReport {
     use crate::driver::{check_for, Engine};
     let reg = Registry::standard();
     let what = format!(
@@ -416,9 +431,12 @@ pub fn check_cell(
     }
     let cycles = s.cycles.as_ref().expect("the simulator counts cycles");
     assert!(cycles.total > 0 && cycles.total == cycles.train + cycles.optimizer);
-    if with_c {
-        let c =
-            check_for(dir, Engine::C, target, None, &reg).unwrap_or_else(|e| panic!("{what}: {e}"));
+    for &ct in c_targets {
+        let mut target = target.clone();
+        target.c_target = ct;
+        let what = format!("{what}, C target {ct:?}");
+        let c = check_for(dir, Engine::C, &target, None, &reg)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(c.ok, "{what} C: failures {:?}", c.failures);
         assert_eq!(
             c.arena_bytes, s.arena_bytes,

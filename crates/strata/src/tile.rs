@@ -1486,6 +1486,7 @@ fn operand(
         },
         ty,
         home,
+        shape_only: false,
     }
 }
 
@@ -1913,7 +1914,10 @@ fn emit_tiles(
                 let ty = g.ty(t);
                 let reg = region(&ty.shape, m, tile);
                 let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
-                ins[si] = Some(operand(g, t, home(p, plan, t), tty, None, false));
+                ins[si] = Some(Operand {
+                    shape_only: true,
+                    ..operand(g, t, home(p, plan, t), tty, None, false)
+                });
             }
         }
         for s in &st {

@@ -1,14 +1,22 @@
 //! The C emitter: writes a self-contained C project for a planned program.
-//! Tensors live in one arena per level at their planned offsets (no
-//! malloc), read-only constants are C arrays, and every node is a kernel
-//! call into the project's own runtime (copied into the project).
+//! Tensors live in one arena per level at their planned offsets, read-only
+//! constants are C arrays, and every node is a kernel call into the
+//! project's own runtime (copied into the project).
 //!
-//! Files: the runtime (`strata_rt.*`, `st_*.{h,c}`), `strata_kernels.h`,
-//! `model.h`/`model.c` (arena, constants, `st_train_step`,
-//! `st_optimizer_step`), and when data is given, `harness.c` with the
-//! fixture's mini-batches and references, which runs the training loop,
-//! prints per-step losses beside the reference, and exits non-zero when a
-//! loss or weight is off by more than the tolerance.
+//! The emitted model reaches the machine only through the runtime's target
+//! API (`strata_rt.h`: arenas allocated by `st_init`, `st_fork`, `st_dma`,
+//! `st_ram_read`/`st_ram_write`, `st_dma_wait`, the cycle counter), which
+//! each [`CTarget`] implements in one file: `model.c` and `harness.c` are
+//! the same for every target.
+//!
+//! Files: the runtime (`strata_rt.*`, `st_*.{h,c}`, `strata_<target>.c`),
+//! `strata_kernels.h`, `model.h`/`model.c` (arena sizes, constants,
+//! `st_model_open`, `st_model_init`, `st_train_step`, `st_optimizer_step`),
+//! for the PULP target `pulp_host/` (strata's checked host PMSIS) and
+//! `Makefile.sdk`, and when data is given, `harness.c` with the fixture's
+//! mini-batches and references, which runs the training loop, prints
+//! per-step losses beside the reference, and exits non-zero when a loss or
+//! weight is off by more than the tolerance.
 
 pub mod cx;
 pub mod harness;
@@ -30,6 +38,71 @@ include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 /// The compiler flags the emitted project must build with.
 pub const CFLAGS: &[&str] = &["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"];
 
+/// The machine the C is emitted for. The model and harness are the same for
+/// every target; the target API's implementation (one file), the Makefile
+/// and how `check` builds the project differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CTarget {
+    /// C99 for the build machine (`strata_host.c`).
+    #[default]
+    Host,
+    /// The PULP SDK's PMSIS (`strata_pulp.c`); on the host it builds against
+    /// strata's checked PMSIS (`pulp_host/`) with `ST_CHECKED`.
+    Pulp,
+}
+
+impl CTarget {
+    pub fn name(self) -> &'static str {
+        match self {
+            CTarget::Host => "host",
+            CTarget::Pulp => "pulp",
+        }
+    }
+    /// The target API's implementation for this target.
+    pub fn runtime_file(self) -> &'static str {
+        match self {
+            CTarget::Host => "strata_host.c",
+            CTarget::Pulp => "strata_pulp.c",
+        }
+    }
+}
+
+/// The flags and extra sources a host build of a `target` project needs
+/// beyond [`CFLAGS`] and the project's own sources.
+pub fn host_build(target: CTarget) -> (Vec<String>, Vec<String>) {
+    match target {
+        CTarget::Host => (vec![], vec![]),
+        CTarget::Pulp => (
+            vec!["-DST_CHECKED".into(), "-Ipulp_host".into()],
+            vec!["pulp_host/pmsis_host.c".into()],
+        ),
+    }
+}
+
+/// The memory level a program tensor lives in between ops (its home): the
+/// harness and the state initialisation reach tensors through this one
+/// function. A read-only constant has none (L2 is returned: it is never
+/// addressed through an arena).
+pub fn level_of(plan: &MemoryPlan, t: TensorId) -> Level {
+    plan.home(t).map_or(Level::L2, |(l, _)| l)
+}
+
+/// The runtime's name of a level (`ST_L1`, `ST_L2`, `ST_L3`).
+pub fn level_c(l: Level) -> &'static str {
+    match l {
+        Level::L1 => "ST_L1",
+        Level::L2 => "ST_L2",
+        Level::L3 => "ST_L3",
+    }
+}
+
+/// Where a program tensor lives: its level and byte offset in that level's
+/// arena (`None`: a read-only constant outside the arenas).
+pub fn home(plan: &MemoryPlan, t: TensorId) -> Option<(Level, u64)> {
+    plan.home(t)
+}
+
 /// A C identifier for a tensor name.
 pub fn ident(name: &str) -> String {
     let mut s: String = name
@@ -40,25 +113,6 @@ pub fn ident(name: &str) -> String {
         s.insert(0, '_');
     }
     s
-}
-
-/// The byte pointer to a tensor's home in its level's arena (the harness's view).
-pub fn arena_at(plan: &MemoryPlan, t: TensorId) -> String {
-    let (level, off) = plan.home(t).expect("a tensor with a home");
-    format!("st_{} + {off}", level.to_string().to_lowercase())
-}
-
-/// The pointer expression for a tensor in the emitted code.
-pub fn tensor_expr(p: &Program, plan: &MemoryPlan, t: TensorId) -> String {
-    let ty = p.graph.ty(t);
-    match plan.home(t) {
-        Some(_) => format!("(({} *)({}))", ty.dtype.c_type(), arena_at(plan, t)),
-        None => {
-            // A read-only constant, possibly through views: name the group's root constant.
-            let root = constant_root(p, t);
-            format!("(({} *){})", ty.dtype.c_type(), const_name(root))
-        }
-    }
 }
 
 pub(crate) fn const_name(t: TensorId) -> String {
@@ -117,62 +171,41 @@ pub fn c_values(t: &Tensor) -> String {
     s
 }
 
-/// The model: arena, constants, the step functions.
+/// The model: arena sizes, constants, the step functions.
 pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, String)> {
     let g = &p.graph;
     let mut h = String::new();
     writeln!(h, "/* Generated by strata. Do not edit. */\n#ifndef STRATA_MODEL_H\n#define STRATA_MODEL_H\n#include \"strata_kernels.h\"\n").unwrap();
-    writeln!(
-        h,
-        "/* Memory level L2: arena of {} bytes (lower bound {}{}). */",
-        lir.arena(Level::L2),
-        lir.lower_bounds.get(&Level::L2).copied().unwrap_or(0),
-        if plan.staging > 0 {
-            format!(
-                "; its last {} bytes, from {}, stage tiles of L3 tensors",
-                plan.staging,
-                plan.staging_base()
-            )
-        } else {
-            String::new()
-        }
-    )
-    .unwrap();
-    writeln!(h, "#define ST_L2_BYTES {}", lir.arena(Level::L2).max(1)).unwrap();
-    writeln!(h, "extern uint8_t st_l2[ST_L2_BYTES];").unwrap();
-    if let Some(l3) = lir.arenas.get(&Level::L3) {
+    for (l, bytes) in &lir.arenas {
+        let what = match l {
+            Level::L1 => format!(
+                "{} buffering",
+                match lir.buffering {
+                    Some(Buffering::Double) => "double",
+                    _ => "single",
+                }
+            ),
+            _ => format!(
+                "lower bound {}",
+                lir.lower_bounds.get(l).copied().unwrap_or(0)
+            ),
+        };
         writeln!(
             h,
-            "/* Memory level L3: arena of {l3} bytes (lower bound {}). */",
-            lir.lower_bounds.get(&Level::L3).copied().unwrap_or(0)
-        )
-        .unwrap();
-        writeln!(
-            h,
-            "#define ST_L3_BYTES {l3}\nextern uint8_t st_l3[ST_L3_BYTES];"
+            "/* Memory level {l}: arena of {bytes} bytes ({what}). */\n#define ST_{l}_BYTES {}",
+            bytes.max(&1)
         )
         .unwrap();
     }
-    if let Some(l1) = lir.arenas.get(&Level::L1) {
-        writeln!(
-            h,
-            "/* Memory level L1: arena of {l1} bytes ({} buffering). */",
-            match lir.buffering {
-                Some(Buffering::Double) => "double",
-                _ => "single",
-            }
-        )
-        .unwrap();
-        writeln!(
-            h,
-            "#define ST_L1_BYTES {l1}\nextern uint8_t st_l1[ST_L1_BYTES];"
-        )
-        .unwrap();
-    }
-    writeln!(h, "/* Put persistent state that has a built-in initial value in place. */\nvoid st_model_init(void);").unwrap();
+    writeln!(h, "\n/* Open the machine and allocate the arenas above (st_init); 0, or -1\n * after printing what failed. st_close() frees them. */\nint st_model_open(void);").unwrap();
+    writeln!(h, "/* Put persistent state that has a built-in initial value in place (inside\n * st_run, as the steps). */\nvoid st_model_init(void);").unwrap();
     writeln!(h, "/* One training step over the mini-batch in the data inputs. After a step,\n * st_fault_code != 0 means a kernel met run-time data it cannot process (an\n * index or label out of range; see strata_rt.h): that step's results are\n * unspecified. */\nvoid st_train_step(void);").unwrap();
     writeln!(h, "/* The optimizer: updates the weights in place from the accumulators. */\nvoid st_optimizer_step(void);\n").unwrap();
-    writeln!(h, "/* Program tensors in the arena (byte offsets). */").unwrap();
+    writeln!(
+        h,
+        "/* Program tensors: level (for st_store / st_load) and byte offset in its arena. */"
+    )
+    .unwrap();
     let mut io: Vec<TensorId> = p
         .data
         .iter()
@@ -183,13 +216,14 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
         .collect();
     io.dedup();
     for t in io {
-        if let Some((level, off)) = plan.home(t) {
+        if let Some((level, off)) = home(plan, t) {
             writeln!(
                 h,
-                "#define ST_OFF_{} {off} /* in {level}: {} {} */",
+                "#define ST_OFF_{0} {off} /* {1} {2} */\n#define ST_LEVEL_{0} {3}",
                 ident(g.name(t)),
                 g.name(t).replace("*/", "* /"),
-                g.ty(t)
+                g.ty(t),
+                level_c(level)
             )
             .unwrap();
         }
@@ -215,24 +249,7 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
         "/* Generated by strata. Do not edit. */\n#include \"model.h\"\n"
     )
     .unwrap();
-    writeln!(
-        c,
-        "uint8_t st_l2[ST_L2_BYTES] __attribute__((aligned({})));\n",
-        crate::plan::ALIGN
-    )
-    .unwrap();
-    for l in [Level::L1, Level::L3] {
-        if lir.arenas.contains_key(&l) {
-            let name = l.to_string();
-            writeln!(
-                c,
-                "uint8_t st_{}[ST_{name}_BYTES] __attribute__((aligned({})));\n",
-                name.to_lowercase(),
-                crate::plan::ALIGN
-            )
-            .unwrap();
-        }
-    }
+    let mut registered = Vec::new();
     for (t, v) in &g.constants {
         if plan.offset(*t).is_none() || p.state_init.contains_key(t) {
             writeln!(c, "/* {} {} */", g.name(*t).replace("*/", "* /"), v.ty()).unwrap();
@@ -245,37 +262,61 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
                 c_values(v)
             )
             .unwrap();
+            registered.push(const_name(*t));
         }
     }
-    writeln!(c, "\nvoid st_model_init(void) {{").unwrap();
-    if lir.arenas.contains_key(&Level::L3) {
-        writeln!(c, "    st_ram_attach(st_l3, ST_L3_BYTES);").unwrap();
+    let size = |l: Level| {
+        if lir.arenas.contains_key(&l) {
+            format!("ST_{l}_BYTES")
+        } else {
+            "0".to_string()
+        }
+    };
+    writeln!(
+        c,
+        "\nint st_model_open(void) {{\n    if (st_init({}, {}, {}) != 0) return -1;",
+        size(Level::L1),
+        size(Level::L2),
+        size(Level::L3)
+    )
+    .unwrap();
+    for name in &registered {
+        writeln!(c, "    ST_CONST({name}, sizeof {name}, \"{name}\");").unwrap();
     }
+    writeln!(c, "    return 0;\n}}").unwrap();
+    writeln!(c, "\nvoid st_model_init(void) {{").unwrap();
     for t in p.state_init.keys() {
+        let (level, off) = home(plan, *t).expect("state is in an arena");
         writeln!(
             c,
-            "    memcpy({}, {}, {});",
-            arena_at(plan, *t),
+            "    st_store({}, {off}, {}, {});",
+            level_c(level),
             const_name(*t),
             g.ty(*t).bytes()
         )
         .unwrap();
     }
     writeln!(c, "}}").unwrap();
-    for (fname, range) in [
-        ("st_train_step", 0..p.train_end),
-        ("st_optimizer_step", p.train_end..p.nodes_total()),
+    for (fname, step, range) in [
+        ("st_train_step", "training", 0..p.train_end),
+        (
+            "st_optimizer_step",
+            "optimizer",
+            p.train_end..p.nodes_total(),
+        ),
     ] {
         writeln!(c, "\nvoid {fname}(void) {{").unwrap();
         emit_steps(&mut c, p, lir, range)?;
-        writeln!(c, "}}").unwrap();
+        writeln!(c, "    ST_STEP_END(\"{step}\");\n}}").unwrap();
     }
     Ok((h, c))
 }
 
-/// A typed C pointer expression for a location.
+/// A typed C pointer expression for a location in an addressable level
+/// (L1, L2, a constant); see [`l3_offset`] for L3.
 pub fn loc_expr(loc: &Loc, ty: &str) -> String {
     match loc.base {
+        Base::Arena(Level::L3) => unreachable!("L3 is not addressable: callers use l3_offset"),
         Base::Arena(l) => format!(
             "(({ty} *)(st_{} + {}))",
             l.to_string().to_lowercase(),
@@ -288,6 +329,11 @@ pub fn loc_expr(loc: &Loc, ty: &str) -> String {
             loc.offset
         ),
     }
+}
+
+/// An L3 location: a byte offset into the L3 arena (HyperRAM has no addresses).
+pub fn l3_offset(loc: &Loc) -> String {
+    loc.offset.to_string()
 }
 
 /// The C of a range of nodes' LIR steps, with a comment where each node begins.
@@ -303,7 +349,7 @@ fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usi
         };
         writeln!(
             c,
-            "    /* {} ({}): {what} */",
+            "    /* node {n}: {} ({}): {what} */",
             node.name.replace("*/", "* /"),
             node.op_type
         )
@@ -320,33 +366,17 @@ fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usi
     Ok(())
 }
 
-fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
+/// The C of one LIR step. A transfer is dispatched on its (source,
+/// destination) levels: L3 to L2 `st_ram_read`, L2 to L3 `st_ram_write`,
+/// L2 and L1 `st_dma`. Before a kernel call every operand's byte range is
+/// checked in a checked build (`ST_ACCESS`, a no-op otherwise).
+pub fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
     let g = &p.graph;
     match step {
         Step::Dma(d) => {
             let sh = &d.shape;
-            // L3 is not addressable from the cluster: its side is an offset.
-            let (call, dst, src) = match (d.src.level(), d.dst.level()) {
-                (Level::L3, _) => (
-                    "st_ram_read",
-                    loc_expr(&d.dst, "uint8_t"),
-                    d.src.offset.to_string(),
-                ),
-                (_, Level::L3) => (
-                    "st_ram_write",
-                    d.dst.offset.to_string(),
-                    loc_expr(&d.src, "const uint8_t"),
-                ),
-                _ => (
-                    "st_dma",
-                    loc_expr(&d.dst, "uint8_t"),
-                    loc_expr(&d.src, "const uint8_t"),
-                ),
-            };
-            writeln!(
-                c,
-                "    {call}({}, {dst}, {src}, {}, {}, {}, {}, {}, {}, {});",
-                d.id,
+            let shape = format!(
+                "{}, {}, {}, {}, {}, {}, {}",
                 sh.bytes,
                 sh.counts[0],
                 sh.src_strides[0],
@@ -354,31 +384,83 @@ fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
                 sh.counts[1],
                 sh.src_strides[1],
                 sh.dst_strides[1]
-            )
-            .unwrap();
+            );
+            let call = match (d.src.level(), d.dst.level()) {
+                (Level::L3, Level::L2) => format!(
+                    "st_ram_read({}, {}, {}, {shape});",
+                    d.id,
+                    loc_expr(&d.dst, "uint8_t"),
+                    l3_offset(&d.src)
+                ),
+                (Level::L2, Level::L3) => format!(
+                    "st_ram_write({}, {}, {}, {shape});",
+                    d.id,
+                    l3_offset(&d.dst),
+                    loc_expr(&d.src, "const uint8_t")
+                ),
+                (s, t) if s == Level::L3 || t == Level::L3 => {
+                    return Err(Error::Backend(format!(
+                        "DMA {} moves data between {s} and {t}: L3 is reached from L2 only (stage through L2)",
+                        d.id
+                    )))
+                }
+                _ => format!(
+                    "st_dma({}, {}, {}, {shape});",
+                    d.id,
+                    loc_expr(&d.dst, "uint8_t"),
+                    loc_expr(&d.src, "const uint8_t")
+                ),
+            };
+            writeln!(c, "    {call}").unwrap();
         }
         Step::Wait(id) => writeln!(c, "    st_dma_wait({id});").unwrap(),
         Step::Kernel(k) => {
             let n = g.node(k.node);
-            let operand = |o: &Option<crate::lir::Operand>| {
-                o.as_ref().map(|o| Operand {
-                    expr: loc_expr(&o.loc, o.ty.dtype.c_type()),
+            let mut checks = Vec::new();
+            let mut position = 0;
+            let mut operand = |o: &Option<crate::lir::Operand>| -> Result<Option<Operand>> {
+                position += 1;
+                let Some(o) = o else { return Ok(None) };
+                if o.shape_only {
+                    // Read for its type only: no address.
+                    return Ok(Some(Operand {
+                        expr: format!("(({} *)0)", o.ty.dtype.c_type()),
+                        ty: o.ty.clone(),
+                        value: o.value.clone(),
+                    }));
+                }
+                if o.loc.level() == Level::L3 {
+                    return Err(Error::Node {
+                        node: n.name.clone(),
+                        op_type: n.op_type.clone(),
+                        msg: "a kernel operand lives in L3, which kernels cannot address (stage it through L2)".into(),
+                    });
+                }
+                let expr = loc_expr(&o.loc, o.ty.dtype.c_type());
+                if o.ty.bytes() > 0 {
+                    checks.push(format!(
+                        "ST_ACCESS({expr}, {}, {}, {});",
+                        o.ty.bytes(),
+                        k.node.0,
+                        position - 1
+                    ));
+                }
+                Ok(Some(Operand {
+                    expr,
                     ty: o.ty.clone(),
                     value: o.value.clone(),
-                })
+                }))
             };
-            let mut ecx = EmitCx::new(
-                &n.name,
-                k.inputs.iter().map(operand).collect(),
-                k.outputs.iter().map(operand).collect(),
-            );
+            let inputs = k.inputs.iter().map(&mut operand).collect::<Result<_>>()?;
+            let outputs = k.outputs.iter().map(&mut operand).collect::<Result<_>>()?;
+            let mut ecx = EmitCx::new(&n.name, inputs, outputs);
             let op = k.op.as_deref().unwrap_or(&*n.op);
             op.emit(&mut ecx).map_err(|e| Error::Node {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),
                 msg: e.0,
             })?;
-            for l in ecx.lines {
+            for l in checks.iter().chain(&ecx.lines) {
                 writeln!(c, "    {l}").unwrap();
             }
         }
@@ -399,27 +481,48 @@ pub fn kernels_header() -> String {
 }
 
 /// The project's README: what the files are and how to build and run them.
-fn project_readme(p: &Program, plan: &MemoryPlan, harness: bool) -> String {
+fn project_readme(
+    p: &Program,
+    plan: &MemoryPlan,
+    lir: &Lir,
+    harness: bool,
+    target: CTarget,
+) -> String {
     let mut s = String::from("# C project generated by strata\n\n");
+    let arenas: Vec<String> = lir
+        .arenas
+        .iter()
+        .map(|(l, b)| format!("{l} {b} bytes"))
+        .collect();
     writeln!(
         s,
-        "One training program ({} training nodes, {} optimizer nodes) planned into\none static arena of {} bytes (`st_l2`, memory level {}); read-only\nconstants take {} bytes outside it. `plan.txt` lists every tensor's\noffset and lifetime; `plan.json` is the same plan for programs.\n",
+        "One training program ({} training nodes, {} optimizer nodes) planned into\none static arena per memory level ({}); read-only constants take {}\nbytes outside them. `plan.txt` lists every tensor's offset and lifetime;\n`plan.json` is the same plan for programs.\n",
         p.train_end,
         p.nodes_total() - p.train_end,
-        plan.arena_bytes,
-        plan.level,
+        arenas.join(", "),
         plan.constant_bytes
     )
     .unwrap();
-    s.push_str("- `model.h`, `model.c`: the arena, `st_model_init()`, `st_train_step()`,\n  `st_optimizer_step()` and the tensors' offsets.\n- `strata_*.h`: the runtime and the C kernels.\n");
+    s.push_str("- `model.h`, `model.c`: the arena sizes, `st_model_open()`, `st_model_init()`,\n  `st_train_step()`, `st_optimizer_step()` and the tensors' levels and offsets.\n- `strata_rt.h`: the target API the model runs on; `strata_*.h`: the\n  runtime and the C kernels.\n");
+    match target {
+        CTarget::Host => s.push_str("- `strata_host.c`: the target API on this machine (the cores run one after\n  another, DMA is memcpy).\n"),
+        CTarget::Pulp => s.push_str("- `strata_pulp.c`: the target API on PULP through the PULP SDK (PMSIS):\n  cluster task and team fork, L1/L2 arenas, cluster DMA, HyperRAM, cycle counters.\n- `pulp_host/`: strata's host implementation of that PMSIS subset, which\n  checks every transfer and access (`make run` builds with it and `-DST_CHECKED`).\n- `Makefile.sdk`: the build for the PULP SDK (`make -f Makefile.sdk all run`\n  in an SDK environment).\n"),
+    }
     if harness {
         s.push_str("- `harness.c`: the fixture's training loop (mini-batches, initial weights,\n  reference losses and tensors) as a `main`.\n\n");
-        s.push_str("Build and run with `make run` (C99 and a C compiler; `make` alone builds\n`./train`). It prints each step's loss beside the reference and exits\nnon-zero when a loss or a trained tensor is off by more than the tolerance.\n");
+        s.push_str("Build and run with `make run` (C99 and a C compiler; `make` alone builds\n`./train`). It prints each step's loss beside the reference, the cycles of the\ntraining and optimizer steps (`BENCH train_cycles=.. opt_cycles=..`), and exits\nnon-zero when a loss or a trained tensor is off by more than the tolerance.\n");
     } else {
-        s.push_str("\nThere is no harness (the input had no data): `make` builds `libmodel.a`\nfor a program of your own, which writes the data inputs at their offsets\nin `st_l2`, calls `st_model_init()` once, then `st_train_step()` per\nmini-batch and `st_optimizer_step()` per optimizer step.\n");
+        s.push_str("\nThere is no harness (the input had no data): `make` builds `libmodel.a`\nfor a program of your own, which calls `st_model_open()`, then inside\n`st_run()` `st_model_init()` once, writes the data inputs with `st_store`\nat their levels and offsets (`ST_LEVEL_*`, `ST_OFF_*`), and calls\n`st_train_step()` per mini-batch and `st_optimizer_step()` per optimizer step.\n");
     }
     s.push_str("\nThe directory's `.strata-output` lists the files strata wrote: a later\n`strata compile` or `strata run` to the same directory replaces it only\nwhile it holds those files alone, unchanged (`make clean` removes what\n`make` built).\n");
     s
+}
+
+/// What a written project builds from: its C sources, plus the flags and
+/// sources a host build adds (see [`host_build`]).
+pub struct Sources {
+    pub sources: Vec<String>,
+    pub target: CTarget,
 }
 
 /// Write the runtime, the model and (optionally) a harness into `dir`.
@@ -429,13 +532,19 @@ pub fn write_project(
     plan: &MemoryPlan,
     lir: &Lir,
     harness: Option<&str>,
-) -> Result<Vec<String>> {
+    target: CTarget,
+) -> Result<Sources> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let (h, c) = emit_model(p, plan, lir)?;
     let mut files: Vec<(String, String)> = RUNTIME_FILES
         .iter()
         .map(|(n, s)| (n.to_string(), s.to_string()))
         .collect();
+    let (name, text) = TARGET_FILES
+        .iter()
+        .find(|(n, _)| *n == target.runtime_file())
+        .expect("every target has its runtime file");
+    files.push((name.to_string(), text.to_string()));
     files.push(("strata_kernels.h".into(), kernels_header()));
     files.push(("model.h".into(), h));
     files.push(("model.c".into(), c));
@@ -447,40 +556,77 @@ pub fn write_project(
         .filter(|(n, _)| n.ends_with(".c"))
         .map(|(n, _)| n.clone())
         .collect();
+    if target == CTarget::Pulp {
+        for (n, s) in PULP_HOST_FILES {
+            files.push((format!("pulp_host/{n}"), s.to_string()));
+        }
+        let mut sdk = format!(
+            "# Generated by strata: the build for the PULP SDK (source its environment, then\n# `make -f Makefile.sdk all run`).\nAPP = train\nAPP_SRCS = {}\nAPP_CFLAGS += -std=c99 -O2 -Wall -Wextra -DST_NUM_CORES=8 -DST_NO_FILES\n",
+            sources.join(" ")
+        );
+        sdk.push_str("APP_LDFLAGS += -lm\n\ninclude $(RULES_DIR)/pmsis_rules.mk\n");
+        files.push(("Makefile.sdk".into(), sdk));
+    }
+    let (flags, extra) = host_build(target);
+    let all: Vec<String> = sources.iter().chain(&extra).cloned().collect();
     let mut mk = format!(
-        "# Generated by strata.\nCC ?= cc\nCFLAGS ?= {}\nSRCS = {}\n\n",
+        "# Generated by strata (target {}).\nCC ?= cc\nCFLAGS ?= {}\nTARGET_FLAGS = {}\nSRCS = {}\n\n",
+        target.name(),
         CFLAGS.join(" "),
-        sources.join(" ")
+        flags.join(" "),
+        all.join(" ")
     );
+    if target == CTarget::Pulp {
+        mk.insert_str(
+            mk.find('\n').unwrap() + 1,
+            "# Builds and runs on this machine against strata's checked PMSIS (pulp_host/);\n# Makefile.sdk builds for the chip.\n",
+        );
+    }
+    let headers = if target == CTarget::Pulp {
+        "*.h pulp_host/*.h"
+    } else {
+        "*.h"
+    };
     if harness.is_some() {
-        mk.push_str("train: $(SRCS) *.h\n\t$(CC) $(CFLAGS) -o $@ $(SRCS) -lm\n\n");
+        writeln!(
+            mk,
+            "train: $(SRCS) {headers}\n\t$(CC) $(CFLAGS) $(TARGET_FLAGS) -o $@ $(SRCS) -lm\n"
+        )
+        .unwrap();
         mk.push_str(".PHONY: run clean\nrun: train\n\t./train\n\nclean:\n\trm -f train\n");
     } else {
-        mk.push_str("libmodel.a: $(SRCS:.c=.o)\n\tar rcs $@ $^\n\n%.o: %.c *.h\n\t$(CC) $(CFLAGS) -c -o $@ $<\n\n");
+        writeln!(mk, "libmodel.a: $(SRCS:.c=.o)\n\tar rcs $@ $^\n\n%.o: %.c {headers}\n\t$(CC) $(CFLAGS) $(TARGET_FLAGS) -c -o $@ $<\n").unwrap();
         mk.push_str(".PHONY: clean\nclean:\n\trm -f libmodel.a $(SRCS:.c=.o)\n");
     }
     files.push(("Makefile".into(), mk));
     files.push((
         "README.md".into(),
-        project_readme(p, plan, harness.is_some()),
+        project_readme(p, plan, lir, harness.is_some(), target),
     ));
     for (n, s) in &files {
         let path = dir.join(n);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
         std::fs::write(&path, s).map_err(|e| Error::io(&path, e))?;
     }
-    Ok(sources)
+    Ok(Sources { sources, target })
 }
 
-/// Compile the project in `dir` (with a harness) into `dir/train` with `cc`.
-pub fn build(dir: &Path, sources: &[String]) -> Result<std::path::PathBuf> {
+/// Compile the project in `dir` (with a harness) into `dir/train` with `cc`
+/// (a PULP project against strata's checked host PMSIS).
+pub fn build(dir: &Path, src: &Sources) -> Result<std::path::PathBuf> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let exe = dir.join("train");
+    let (flags, extra) = host_build(src.target);
     let out = std::process::Command::new(&cc)
         .current_dir(dir)
         .args(CFLAGS)
+        .args(&flags)
         .arg("-o")
         .arg("train")
-        .args(sources)
+        .args(&src.sources)
+        .args(&extra)
         .arg("-lm")
         .output()
         .map_err(|e| Error::Backend(format!("could not run the C compiler `{cc}`: {e}")))?;
