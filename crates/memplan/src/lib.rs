@@ -18,9 +18,10 @@
 //! start-time sweep (first fit, about 0.07 s at 100,000 buffers), so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
-//! instances (measured on a loaded 2-core machine, somas_like and
-//! random_instance at 100,000 buffers: limits of 0, 1 and 50 ms returned
-//! after 0.09-0.10 s, 0.3 s after 0.30 s; tests/deadline.rs). Memory:
+//! instances (measured on a 2-core machine shared with other builds,
+//! somas_like and random_instance at 100,000 buffers: limits of 0, 1 and
+//! 50 ms returned after 0.09-0.10 s, 0.3 s after 0.30 s, tests/deadline.rs;
+//! with the machine's load average at 7, 0.15-0.25 s for 50 ms). Memory:
 //! about 200-500 bytes per buffer
 //! (somas_like(100000): 21-39 MB resident in all), plus 8 bytes per
 //! overlapping pair where the greedy graph is built (at most 8M pairs) and
