@@ -20,9 +20,6 @@ fn main() {
     );
     let t = Instant::now();
     let off = memplan::greedy::portfolio_until(&p, &mut || true);
-    println!(
-        "first pass {}: {:?}",
-        memplan::check(&p, &off).unwrap(),
-        t.elapsed()
-    );
+    let took = t.elapsed();
+    println!("first pass {}: {took:?}", memplan::check(&p, &off).unwrap());
 }

@@ -16,7 +16,11 @@
 //!    alignment_b) + size_b`. This only adds over (1) when alignments exceed 1.
 //!
 //! The exact search (see `search.rs`) proves further bounds when it exhausts
-//! the space below the best peak; `Solution::lower_bound` reports those too.
+//! the space below the best peak, and when a probe at the goal (a fit at
+//! the bound, run between the minimising runs) exhausts its space: no
+//! placement reaches the goal, so the bound is the next multiple of the
+//! gcd of the sizes above it, and the probes go on one step higher;
+//! `Solution::lower_bound` reports those too.
 
 use crate::{align_up, Problem};
 

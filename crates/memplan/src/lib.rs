@@ -9,13 +9,20 @@
 //! reading/writing of the MiniMalloc CSV format. It depends on no other strata
 //! crate.
 //!
-//! The time limit: every stage after the first greedy pass watches it (the
-//! portfolio between passes, the large-instance improvement within passes,
-//! the exact search every 1,024 nodes), so a solve returns within the limit
-//! plus about 0.05 s, or, when the limit is shorter than the first greedy
-//! pass (about 0.05 s at 20,000 buffers, 0.5-1.3 s at 100,000 densely
-//! overlapping ones on a loaded 2-core machine), just after that pass, with
-//! the best placement found. Memory: about 200-500 bytes per buffer
+//! The time limit: every stage watches it (the first greedy pass every
+//! 256 buffers, the portfolio between passes, the large-instance
+//! improvement within passes, the exact search every 1,024 nodes). What
+//! always runs is `O(n log n)` or bounded: validation, the lower bound,
+//! the attempt to build the overlap graph (stopped at 8M pairs), and, when
+//! the first pass is cut short or the overlap graph is too large to build, the
+//! start-time sweep (first fit, about 0.07 s at 100,000 buffers), so every
+//! solve returns the best complete placement found within the limit plus
+//! about 0.1 s at 100,000 buffers, proportionally less on smaller
+//! instances (measured on a 2-core machine shared with other builds,
+//! somas_like and random_instance at 100,000 buffers: limits of 0, 1 and
+//! 50 ms returned after 0.09-0.10 s, 0.3 s after 0.30 s, tests/deadline.rs;
+//! with the machine's load average at 7, 0.15-0.25 s for 50 ms). Memory:
+//! about 200-500 bytes per buffer
 //! (somas_like(100000): 21-39 MB resident in all), plus 8 bytes per
 //! overlapping pair where the greedy graph is built (at most 8M pairs) and
 //! the exact search's state on groups of at most 5,000 buffers.
@@ -86,8 +93,8 @@ pub struct Problem {
 /// Solver options.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Wall-clock budget for the whole solve; only the first greedy pass
-    /// always runs to the end (see the crate documentation).
+    /// Wall-clock budget for the whole solve; only `O(n log n)` stages
+    /// always run to the end (see the crate documentation).
     pub time_limit: Duration,
     /// Minimise the peak. Without it and with a capacity, any fitting
     /// placement is returned as soon as one is found.

@@ -233,7 +233,7 @@ pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
         .all(|&i| bs[i].size == 0 || g.is_multiple_of(bs[i].alignment))
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }

@@ -1,8 +1,8 @@
 //! The time limit is a promise on large instances: the deadline mechanism is
 //! checked deterministically (a deadline already passed runs the first
 //! greedy pass and nothing else; a node budget ends the large-instance
-//! improvement at the same point every run), and one wall-clock check with
-//! a margin wide enough for a loaded 2-core machine. Speed figures are the
+//! improvement at the same point every run), and wall-clock checks of
+//! short limits with a margin wide enough for a loaded 2-core machine. Speed figures are the
 //! benchmark's (memplan-bench), not these tests'.
 
 use memplan::{check, cli, greedy, lower_bound, solve, Options};
@@ -25,6 +25,9 @@ fn passed_deadline_returns_the_first_greedy_pass() {
         // improvement, no search ran.
         let first = greedy::portfolio_until(&p, &mut || true);
         assert_eq!(s.offsets, first, "{n} buffers");
+        // Too many overlapping pairs for the graph: the first pass is the
+        // start-time sweep.
+        assert_eq!(first, greedy::sweep_place(&p), "{n} buffers");
         assert!(s.lower_bound >= lower_bound(&p));
     }
 }
@@ -55,30 +58,70 @@ fn node_budget_ends_large_improvement_at_the_same_point() {
 }
 
 #[test]
-fn short_limit_returns_in_time_on_100k_buffers() {
-    let p = cli::somas_like(100_000, 7);
-    // What always runs to the end: the bound and the first greedy pass.
-    let t = Instant::now();
-    lower_bound(&p);
-    greedy::portfolio_until(&p, &mut || true);
-    let uncut = t.elapsed();
-    let limit = Duration::from_millis(300);
-    let t = Instant::now();
+fn short_limits_are_honoured_on_100k_buffers() {
+    // Dense (somas-like: 363M overlapping pairs, 4,762 live at once) and
+    // random-like instances; the first greedy pass is cut short too, so
+    // what always runs is the bound and the start-time sweep (O(n log n)),
+    // measured here just before the solves.
+    for p in [
+        cli::somas_like(100_000, 7),
+        cli::random_instance(100_000, 2),
+    ] {
+        let t = Instant::now();
+        lower_bound(&p);
+        let sweep = greedy::sweep_place(&p);
+        let uncut = t.elapsed();
+        for ms in [0, 1, 50, 300] {
+            let limit = Duration::from_millis(ms);
+            let t = Instant::now();
+            let s = solve(
+                &p,
+                &Options {
+                    time_limit: limit,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let took = t.elapsed();
+            println!("limit {limit:?}: took {took:?} (uncut part {uncut:?})");
+            assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+            assert!(s.peak <= check(&p, &sweep).unwrap());
+            // Stated: within the limit plus about 0.1 s at 100,000 buffers
+            // (release build, loaded 2-core machine). Asserted with margins
+            // for other builds on the machine and for debug builds: the
+            // limit, plus three times the uncut part, plus 0.25 s.
+            assert!(
+                took < limit + uncut * 3 + Duration::from_millis(250),
+                "took {took:?} for a {limit:?} limit (uncut part {uncut:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_like_100k_is_within_one_percent_after_two_improvement_passes() {
+    // The bench's random-like row. A node budget of two passes (each is
+    // charged one node per buffer) ends the improvement at the same point
+    // everywhere: the first LoadDesc pass (1.0299 x the bound) and one
+    // squeaky-wheel pass (1.0076). Speed is the bench's: about 0.5 s of
+    // CPU in all, release build.
+    let p = cli::random_instance(100_000, 1);
+    let lb = lower_bound(&p);
     let s = solve(
         &p,
         &Options {
-            time_limit: limit,
+            time_limit: Duration::from_secs(600),
+            node_limit: Some(2 * p.buffers.len() as u64),
+            threads: 1,
             ..Default::default()
         },
     )
     .unwrap();
-    let took = t.elapsed();
     assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
-    // Stated: within max(limit, the uncut part) + ~0.05 s. Asserted with
-    // margins for a machine busy with other builds (and debug builds):
-    // twice the uncut part measured just before, plus 2 s.
     assert!(
-        took < limit.max(uncut * 2) + Duration::from_secs(2),
-        "took {took:?} for a {limit:?} limit (uncut part {uncut:?})"
+        s.peak as f64 <= 1.01 * lb as f64,
+        "{} / {lb} = {:.4}",
+        s.peak,
+        s.peak as f64 / lb as f64
     );
 }
