@@ -549,11 +549,14 @@ def mobilenet(rng):
 # name: (builder, seed, optimizer). mlp_adamw is mlp under ORT's AdamW
 # (AdamWOptimizer over sequences, moments as optimizer state); mlp_mse,
 # mlp_l1 and mlp_bce are mlp under ORT's other losses; mlp_acts has Tanh,
-# Sigmoid and LeakyRelu layers. mobilenet's seed is 14, not 12: at batch 2
-# its last blocks' BatchNorms see 32 values per channel, and under seeds 12
-# and 13 a ReLU input lands within float32 rounding of zero, so every float32
-# engine (ONNX Runtime's, strata's) ends ~1e-2 from the exact (float64)
-# result and from each other; under 14 all three agree within 2e-5.
+# Sigmoid and LeakyRelu layers. mobilenet's seed is 14, not 12: its gradients
+# are ill-conditioned under some draws (at batch 2 the last blocks'
+# BatchNorms see 32 values per channel). Under seeds 12 and 13 ONNX Runtime
+# and strata end ~1e-2 from strata's f64 oracle and from each other, under
+# 16 both ~9e-3 from the oracle but within 2e-5 of each other (seemingly a
+# discrete float32 effect, e.g. a ReLU input within rounding of zero, not
+# measured); under 14 and 15 all three agree within 2e-5. With the first
+# 12 blocks only, seed 12 agrees within 2e-5 too.
 MODELS = {
     "mlp": (mlp, 1, "SGD"),
     "cnn": (cnn, 2, "SGD"),
