@@ -371,8 +371,8 @@ fn schedule_lowers_every_known_program_and_beats_the_peer() {
         let mut f = strata::fixture::load(&dir, &reg).unwrap();
         schedule::apply(&mut f.program, Schedule::Memory).unwrap();
         let r = f.program.schedule.as_ref().unwrap();
-        // cnn_big and vit_big need more than DEFAULT_L2 live (they are for
-        // L3): planned into an L2 that holds them.
+        // cnn_big, vit_big and mobilenet need more than DEFAULT_L2 live
+        // (they are for L3): planned into an L2 that holds them.
         let l2 = driver::DEFAULT_L2.max(r.chosen_peak);
         let plan = driver::plan_program(&f.program, l2).unwrap();
         let footprint = plan.arena_bytes + plan.constant_bytes;
