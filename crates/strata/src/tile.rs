@@ -468,6 +468,7 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
         | "SGD"
         | "AdamW"
         | "Sum"
+        | "Scale"
         | "StepCount" => elementwise(&ins, &outs, &[]),
         // A broadcast: the input's unit axes are broadcast; `shape` whole.
         "Expand" => elementwise(&ins, &outs, &[1]),
@@ -637,6 +638,18 @@ fn attr_space(
     }
     if let Some(red) = op.downcast_ref::<basic::Reduce>() {
         // Kept axes are parallel; the reduced ones are taken whole.
+        //
+        // Not split across input tiles (here, nor BatchNorm's statistics,
+        // GlobalAveragePool or the conv gradients' dW/dB): these sums are
+        // pairwise (`Psum`, `st_psum`) so that the interpreter, the
+        // simulator and the C agree bit for bit. Accumulating one output
+        // element over several input tiles in that order needs the
+        // pairwise sum's partial blocks (one per set bit of the count so
+        // far, up to log2 of the length) carried from tile to tile and
+        // combined after the last, in scratch the tile loop does not have;
+        // a running float accumulator in the output tile would add in
+        // another order and round differently. So an output element whose
+        // reduced extent does not fit L1 stays an error naming the node.
         let x = ins.first().copied().flatten()?;
         let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
             (Some(a), _) => a.clone(),

@@ -522,3 +522,73 @@ fn layernorm_and_its_gradient_tile_by_rows() {
         );
     }
 }
+
+/// The ORT programs for L3 (a MobileNetV1-like CNN and a CCT-like
+/// transformer): every node whose tensors are large has a tiling rule for
+/// every phase, so none of them is limited to a tensor that fits L1.
+#[test]
+fn every_large_node_of_the_big_models_has_a_tiling_rule() {
+    let reg = Registry::standard();
+    for m in ["cnn_big", "vit_big"] {
+        let dir = workspace().join("examples/ort").join(m);
+        let f = strata::fixture::load(&dir, &reg).unwrap();
+        let g = &f.program.graph;
+        let mut whole = Vec::new();
+        for n in &g.nodes {
+            let bytes: usize = n
+                .inputs
+                .iter()
+                .chain(&n.outputs)
+                .flatten()
+                .map(|&t| g.ty(t).bytes())
+                .max()
+                .unwrap_or(0);
+            let view = n.outputs.iter().enumerate().all(|(o, t)| {
+                t.is_none()
+                    || n.op
+                        .aliases()
+                        .iter()
+                        .any(|a| a.output == o && a.kind == strata::ops::AliasKind::View)
+            });
+            if view {
+                continue;
+            }
+            for ph in strata::tile::phases(n, g) {
+                // The losses reduce the batch to one scalar: they run whole.
+                let loss = n.op_type.starts_with("SoftmaxCrossEntropyLoss");
+                if ph.space.is_none() && !(loss && bytes <= 1024) {
+                    whole.push(format!("{} ({}, {bytes} bytes)", n.name, n.op_type));
+                }
+            }
+        }
+        assert!(
+            whole.is_empty(),
+            "{m}: nodes without a tiling rule: {whole:#?}"
+        );
+    }
+}
+
+/// ORT's Scale (ReduceMean and GlobalAveragePool gradients): element-wise by
+/// a one-element factor, constant or run-time.
+#[test]
+fn scale_tiles_element_wise() {
+    let mut rng = Rng(15);
+    let x = rng.tensor(&[8, 40, 64]);
+    splits_exactly(
+        strata::ops::MS,
+        "Scale",
+        &[attr_i("scale_down", 1)],
+        vec![data(&x), (In::Const(Tensor::i64(vec![1], vec![7])), None)],
+        &[true],
+        &[16_000],
+    );
+    let s = Tensor::f32(vec![], vec![0.37]);
+    splits_exactly(
+        strata::ops::MS,
+        "Scale",
+        &[],
+        vec![data(&x), data(&s)],
+        &[true],
+        &[16_000],
+    );
+}
