@@ -592,3 +592,94 @@ fn scale_tiles_element_wise() {
         &[16_000],
     );
 }
+
+/// A tile's MaxPool op (Retile::Planes) on a box of planes that is not a
+/// contiguous run of the tensor's (all of N, some of C) writes the indices
+/// the whole MaxPool writes for those planes, and MaxPoolGrad's tile op
+/// reads them back into the tile's planes.
+#[test]
+fn a_tile_of_planes_maps_its_indices_to_the_whole_input() {
+    use std::sync::Arc;
+    use strata::ops::pool::{PlaneAt, Pool, PoolGrad};
+    use strata::ops::Op;
+    let reg = Registry::standard();
+    let attrs = [
+        attr_ints("kernel_shape", &[2, 2]),
+        attr_ints("strides", &[2, 2]),
+    ];
+    let parse = |op: &str| -> Arc<dyn Op> {
+        Arc::from(
+            reg.get("", op).or(reg.get(strata::ops::MS, op)).unwrap()(&strata::ops::Attrs::new(
+                &attrs,
+            ))
+            .unwrap(),
+        )
+    };
+    let whole = parse("MaxPool");
+    let pool = (whole.as_ref() as &dyn std::any::Any)
+        .downcast_ref::<Pool>()
+        .unwrap();
+    let (n, c, h, w) = (3usize, 5usize, 6usize, 6usize);
+    let x = Rng(16).tensor(&[n, c, h, w]);
+    let y_ty = strata::tensor::TensorType::f32(vec![n, c, 3, 3]);
+    let i_ty = strata::tensor::TensorType::new(strata::tensor::DType::I64, vec![n, c, 3, 3]);
+    let out = whole
+        .eval(&[Some(&x)], &[Some(&y_ty), Some(&i_ty)])
+        .unwrap();
+    let idx = out[1].to_i64();
+    // The box n in [0, 3), c in [2, 4).
+    let (c0, c1) = (2usize, 4usize);
+    let ct = c1 - c0;
+    let xs = x.as_f32();
+    let tile_x: Vec<f32> = (0..n)
+        .flat_map(|ni| (c0..c1).map(move |ci| (ni, ci)))
+        .flat_map(|(ni, ci)| xs[(ni * c + ci) * h * w..(ni * c + ci + 1) * h * w].to_vec())
+        .collect();
+    let tile_x = Tensor::f32(vec![n, ct, h, w], tile_x);
+    let at = PlaneAt {
+        n0: 0,
+        c0,
+        channels: c,
+    };
+    let tile_op = Pool {
+        kind: pool.kind,
+        win: pool.win.clone(),
+        at,
+    };
+    let ty = |t: &strata::tensor::TensorType| {
+        strata::tensor::TensorType::new(t.dtype, vec![n, ct, 3, 3])
+    };
+    let t_out = tile_op
+        .eval(&[Some(&tile_x)], &[Some(&ty(&y_ty)), Some(&ty(&i_ty))])
+        .unwrap();
+    let t_idx = t_out[1].to_i64();
+    for ni in 0..n {
+        for (k, ci) in (c0..c1).enumerate() {
+            let whole_at = &idx[(ni * c + ci) * 9..(ni * c + ci + 1) * 9];
+            let tile_at = &t_idx[(ni * ct + k) * 9..(ni * ct + k + 1) * 9];
+            assert_eq!(whole_at, tile_at, "plane ({ni}, {ci})");
+        }
+    }
+    // MaxPoolGrad's tile op scatters into the tile's planes.
+    let grad = parse("MaxPoolGrad");
+    let pg = (grad.as_ref() as &dyn std::any::Any)
+        .downcast_ref::<PoolGrad>()
+        .unwrap();
+    let tile_grad = PoolGrad {
+        kind: pg.kind,
+        win: pg.win.clone(),
+        at,
+    };
+    let dy = Tensor::f32(vec![n, ct, 3, 3], vec![1.0; n * ct * 9]);
+    let dx = tile_grad
+        .eval(&[Some(&dy), Some(&t_out[1])], &[Some(&tile_x.ty())])
+        .unwrap();
+    let dxv = dx[0].as_f32();
+    for (o, &v) in t_out[0].as_f32().iter().enumerate() {
+        let p = o / 9;
+        let local = t_idx[o] as usize - at.plane(p, ct) * h * w + p * h * w;
+        assert_eq!(dxv[local], 1.0, "output {o}");
+        assert_eq!(tile_x.as_f32()[local], v);
+    }
+    assert_eq!(dxv.iter().sum::<f32>(), (n * ct * 9) as f32);
+}
