@@ -26,6 +26,15 @@ static int64_t st_window_max(const st_geom *g, const float *x, size_t base, int 
     return at;
 }
 
+/* Plane p of a tile of (n, c) planes is plane (n0 + p / cin) * channels +
+ * c0 + p % cin of the whole tensor (channels == 0: the tile is the tensor).
+ * MaxPool's indices are flat over the whole input, as ONNX defines them, so
+ * a tile writes and MaxPoolGrad reads them through this plane. */
+static size_t st_pool_plane(size_t p, size_t cin, int64_t n0, int64_t c0, int64_t channels) {
+    if (channels == 0) return p;
+    return ((size_t)n0 + p / cin) * (size_t)channels + (size_t)c0 + p % cin;
+}
+
 /* Rows (n, c, oy) of y, split over cores. */
 void st_maxpool(void *args) {
     const st_maxpool_args *a = (const st_maxpool_args *)args;
@@ -40,12 +49,17 @@ void st_maxpool(void *args) {
             float best;
             int64_t at = st_window_max(g, a->x, base, oy, ox, &best);
             a->y[r * (size_t)g->ow + (size_t)ox] = best;
-            if (a->idx) a->idx[r * (size_t)g->ow + (size_t)ox] = at;
+            if (a->idx) {
+                size_t gp = st_pool_plane(plane, (size_t)g->cin, a->n0, a->c0, a->channels);
+                a->idx[r * (size_t)g->ow + (size_t)ox] =
+                    at < 0 ? at : at - (int64_t)base + (int64_t)(gp * (size_t)g->h * (size_t)g->w);
+            }
         }
     }
 }
 
-/* (n, c) planes, split over cores: a plane's indices point into the plane. */
+/* (n, c) planes, split over cores: a plane's indices point into its plane
+ * of the whole tensor (st_pool_plane). */
 void st_maxpool_grad(void *args) {
     const st_maxpool_grad_args *a = (const st_maxpool_grad_args *)args;
     const st_geom *g = &a->g;
@@ -54,14 +68,15 @@ void st_maxpool_grad(void *args) {
     st_split((size_t)g->n * (size_t)g->cin, &lo, &hi);
     for (size_t p = lo; p < hi; p++) {
         size_t first = p * in_plane, last = first + in_plane;
+        size_t gfirst = st_pool_plane(p, (size_t)g->cin, a->n0, a->c0, a->channels) * in_plane;
         for (size_t i = first; i < last; i++) a->dx[i] = 0.0f;
         for (size_t o = p * out_plane; o < (p + 1) * out_plane; o++) {
             int64_t at = a->idx[o];
-            if (at < 0 || (size_t)at < first || (size_t)at >= last) {
+            if (at < 0 || (size_t)at < gfirst || (size_t)at >= gfirst + in_plane) {
                 st_fault(ST_FAULT_INDEX);
                 continue;
             }
-            a->dx[at] += a->dy[o];
+            a->dx[first + ((size_t)at - gfirst)] += a->dy[o];
         }
     }
 }

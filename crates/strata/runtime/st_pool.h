@@ -6,11 +6,13 @@
 
 /* y = max over each window (pads excluded); idx (may be NULL) = the flat
  * index into x of the first maximum. */
-typedef struct { const float *x; float *y; int64_t *idx; st_geom g; } st_maxpool_args;
+/* n0, c0, channels: where a tile's planes sit in the whole tensor (see
+ * st_pool_plane); all 0 when the kernel runs on the whole tensor. */
+typedef struct { const float *x; float *y; int64_t *idx; st_geom g; int64_t n0, c0, channels; } st_maxpool_args;
 void st_maxpool(void *args);
 
 /* dx = 0, then dx[idx[i]] += dy[i]; indices lie in their own (n, c) plane. */
-typedef struct { const float *dy; const int64_t *idx; float *dx; st_geom g; } st_maxpool_grad_args;
+typedef struct { const float *dy; const int64_t *idx; float *dx; st_geom g; int64_t n0, c0, channels; } st_maxpool_grad_args;
 void st_maxpool_grad(void *args);
 
 /* The peer's MaxPoolGrad(dY, X): the argmax recomputed from X per window (the

@@ -132,6 +132,46 @@ pub fn run_c(graph: Graph, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     run_fixture_c(&one_step(graph, inputs)?)
 }
 
+/// A graph run once by the interpreter and, tiled into L1, by the simulator
+/// and the compiled C.
+pub struct TiledRun {
+    pub interp: Vec<Tensor>,
+    pub sim: Vec<Tensor>,
+    pub c: Vec<Tensor>,
+    /// How each node was tiled.
+    pub tilings: Vec<crate::lir::NodeTiling>,
+}
+
+/// Run a graph once through the interpreter, and tiled into `l1` bytes of
+/// L1 (`buffering`) through the simulator and the compiled C; the lowered
+/// program passes the LIR checker (`driver::lower_program` runs it).
+pub fn run_tiled(
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    l1: u64,
+    buffering: crate::lir::Buffering,
+) -> Result<TiledRun> {
+    let f = one_step(graph, inputs)?;
+    let interp = fixture::run_interp(&f)?.tensors;
+    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
+    target.l1 = Some(l1);
+    target.buffering = buffering;
+    let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
+    let (sim, _) = crate::sim::run_fixture(&f, &plan, &lir, &target.platform)?;
+    let scratch = crate::outdir::Scratch::new("strata-test-")?;
+    let r = crate::codegen::harness::run(&f, &plan, &lir, scratch.path());
+    let closed = scratch.close();
+    let r = r?;
+    closed?;
+    Ok(TiledRun {
+        interp,
+        sim: sim.tensors,
+        c: r.0.tensors,
+        tilings: lir.tilings,
+    })
+}
+
 fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
     let mut target = crate::driver::Target::with_l2(u64::MAX / 4);

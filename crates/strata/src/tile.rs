@@ -73,6 +73,10 @@ pub enum Retile {
     /// The transposed window of `Space::twindows`: a convolution gradient's
     /// dX rows; the tile's pads along the first spatial axis.
     TRows,
+    /// MaxPool's indices (flat over the whole input, as ONNX defines them)
+    /// from a tile of (n, c) planes, and MaxPoolGrad reading them: the
+    /// tile's op knows where its planes sit (space axes 0 and 1 are N and C).
+    Planes,
 }
 
 /// Right-aligned (numpy broadcast) axis map of a rank-`r` operand in a rank-`rank` space.
@@ -144,11 +148,117 @@ pub fn phases(n: &Node, g: &Graph) -> Vec<Phase> {
     if let Some(ph) = conv_grad_phases(n, g, &present) {
         return ph;
     }
+    if let Some(ph) = ln_grad_phases(n, g, &present) {
+        return ph;
+    }
+    // Expand's `shape` input is read at compile time only (the tile's op
+    // takes its output tile's shape).
+    let shape_only = if n.op_type == "Expand" && n.inputs.get(1).copied().flatten().is_some() {
+        vec![1]
+    } else {
+        vec![]
+    };
     vec![Phase {
         outputs: present,
         space: space(n, g),
-        shape_only: vec![],
+        shape_only,
     }]
+}
+
+/// LayerNormalizationGrad (dY, X, scale, mean, inv_std_dev) → (dX, dScale,
+/// dBias): dX by rows (the normalised axes whole, mean and inv_std_dev by
+/// rows); dScale and dBias, sums over the rows, by columns of the
+/// normalised axes (every row of dY, X, mean and inv_std_dev; each column
+/// summed over the rows in the node's order, so a tile's sums are the
+/// node's).
+fn ln_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> {
+    let op: &dyn std::any::Any = &*n.op;
+    let lg = op.downcast_ref::<crate::ops::transformer::LayerNormGrad>()?;
+    let ty = |i: usize| n.inputs.get(i).copied().flatten().map(|t| g.ty(t));
+    let x = ty(1)?;
+    let r = x.shape.len();
+    let a = {
+        let a = if lg.axis < 0 {
+            lg.axis + r as i64
+        } else {
+            lg.axis
+        };
+        (0..r as i64).contains(&a).then_some(a as usize)?
+    };
+    let ins: Vec<Option<&TensorType>> = n.inputs.iter().map(|t| t.map(|t| g.ty(t))).collect();
+    let whole = |t: &TensorType| vec![None; t.shape.len()];
+    // Mean and inv_std_dev by rows: X's leading axes, the rest 1.
+    let stat = |t: &TensorType| -> Option<AxisMap> {
+        (t.shape.len() == r && t.shape[a..].iter().all(|&d| d == 1))
+            .then(|| (0..r).map(|i| (i < a).then_some(i)).collect())
+    };
+    let mut out = Vec::new();
+    let rows: Vec<usize> = present.iter().copied().filter(|&o| o == 0).collect();
+    let cols: Vec<usize> = present.iter().copied().filter(|&o| o > 0).collect();
+    if !rows.is_empty() {
+        let sp = (|| {
+            let by_rows: AxisMap = (0..r).map(|i| (i < a).then_some(i)).collect();
+            let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+            inputs[0] = Some(by_rows.clone());
+            inputs[1] = Some(by_rows.clone());
+            inputs[3] = Some(stat(ty(3)?)?);
+            inputs[4] = Some(stat(ty(4)?)?);
+            let mut outputs: Vec<Option<AxisMap>> = vec![None; n.outputs.len()];
+            outputs[0] = Some(by_rows);
+            Some(Space {
+                dims: x.shape.clone(),
+                parallel: (0..r).map(|i| i < a).collect(),
+                inputs,
+                outputs,
+                ..Default::default()
+            })
+        })();
+        let outs: Vec<Option<&TensorType>> = (0..n.outputs.len())
+            .map(|k| (k == 0).then(|| n.outputs[0].map(|t| g.ty(t))).flatten())
+            .collect();
+        out.push(Phase {
+            outputs: rows,
+            space: sp.filter(|sp| valid(sp, &ins, &outs)),
+            shape_only: vec![],
+        });
+    }
+    if !cols.is_empty() {
+        // The space is the normalised axes; scale follows them (its
+        // shape is theirs) and is only needed for its shape.
+        let nd = r - a;
+        let by_cols: AxisMap = (0..r).map(|i| (i >= a).then(|| i - a)).collect();
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some(by_cols.clone());
+        inputs[1] = Some(by_cols);
+        let scale_ok = ty(2).is_some_and(|s| s.shape == x.shape[a..]);
+        if scale_ok {
+            inputs[2] = Some((0..nd).map(Some).collect());
+        }
+        let mut outputs: Vec<Option<AxisMap>> = vec![None; n.outputs.len()];
+        for &o in &cols {
+            outputs[o] = Some((0..nd).map(Some).collect());
+        }
+        let sp = Space {
+            dims: x.shape[a..].to_vec(),
+            parallel: vec![scale_ok; nd],
+            inputs,
+            outputs,
+            ..Default::default()
+        };
+        let outs: Vec<Option<&TensorType>> = (0..n.outputs.len())
+            .map(|k| {
+                cols.contains(&k)
+                    .then(|| n.outputs[k].map(|t| g.ty(t)))
+                    .flatten()
+            })
+            .collect();
+        out.push(Phase {
+            outputs: cols,
+            space: (scale_ok && valid(&sp, &ins, &outs)).then_some(sp),
+            shape_only: vec![2],
+        });
+    }
+    Some(out)
 }
 
 /// ConvGrad (dY, X, W) → (dX, dW, dB), ConvGradX (dY, W) → dX and
@@ -358,7 +468,10 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
         | "SGD"
         | "AdamW"
         | "Sum"
+        | "Scale"
         | "StepCount" => elementwise(&ins, &outs, &[]),
+        // A broadcast: the input's unit axes are broadcast; `shape` whole.
+        "Expand" => elementwise(&ins, &outs, &[1]),
         "Conv" => {
             // X [N, C, H, W], W [M, C/g, kh, kw], B [M] -> Y [N, M, OH, OW]:
             // N and M parallel (depthwise: X's channels follow M too).
@@ -413,20 +526,39 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
         "MaxPool"
         | "AveragePool"
         | "GlobalAveragePool"
+        | "MaxPoolGrad"
         | "AveragePoolGrad"
         | "GlobalAveragePoolGrad" => {
-            // Per (n, c) plane.
+            // Per (n, c) plane; MaxPool's indices (output 1) as its values.
             let y = outs.first()?.as_ref()?;
-            if y.shape.len() < 3 || outs.iter().skip(1).any(|o| o.is_some()) {
+            let indices = n.op_type == "MaxPool" && outs.get(1).copied().flatten().is_some();
+            if y.shape.len() < 3
+                || outs
+                    .iter()
+                    .skip(if indices { 2 } else { 1 })
+                    .any(|o| o.is_some())
+            {
                 return None;
             }
             let r = y.shape.len();
             let mut parallel = vec![false; r];
             parallel[0] = true;
             parallel[1] = true;
+            // Indices are flat over the whole tensor: a tile's op places its planes.
+            let reads_indices = n.op_type == "MaxPoolGrad"
+                && ins
+                    .get(1)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|t| t.dtype == crate::tensor::DType::I64);
             Some(Space {
                 dims: y.shape.clone(),
                 parallel,
+                retile: if indices || reads_indices {
+                    Retile::Planes
+                } else {
+                    Retile::Same
+                },
                 inputs: ins
                     .iter()
                     .map(|t| {
@@ -439,7 +571,10 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
                         })
                     })
                     .collect(),
-                outputs: vec![Some((0..r).map(Some).collect())],
+                outputs: outs
+                    .iter()
+                    .map(|o| o.map(|_| (0..r).map(Some).collect()))
+                    .collect(),
                 ..Default::default()
             })
         }
@@ -503,6 +638,18 @@ fn attr_space(
     }
     if let Some(red) = op.downcast_ref::<basic::Reduce>() {
         // Kept axes are parallel; the reduced ones are taken whole.
+        //
+        // Not split across input tiles (here, nor BatchNorm's statistics,
+        // GlobalAveragePool or the conv gradients' dW/dB): these sums are
+        // pairwise (`Psum`, `st_psum`) so that the interpreter, the
+        // simulator and the C agree bit for bit. Accumulating one output
+        // element over several input tiles in that order needs the
+        // pairwise sum's partial blocks (one per set bit of the count so
+        // far, up to log2 of the length) carried from tile to tile and
+        // combined after the last, in scratch the tile loop does not have;
+        // a running float accumulator in the output tile would add in
+        // another order and round differently. So an output element whose
+        // reduced extent does not fit L1 stays an error naming the node.
         let x = ins.first().copied().flatten()?;
         let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
             (Some(a), _) => a.clone(),
@@ -627,6 +774,33 @@ fn attr_space(
     }
     if let Some(s) = op.downcast_ref::<transformer::SoftmaxGrad>() {
         return softmax(&s.0);
+    }
+    if let Some(tr) = op.downcast_ref::<crate::ops::shape::Transpose>() {
+        // Output axis j is input axis perm[j]: every axis parallel, the
+        // input's axis perm[j] follows space axis j; a tile transposes its box.
+        let x = ins.first().copied().flatten()?;
+        let rx = x.shape.len();
+        let perm: Vec<usize> = match &tr.perm {
+            None => (0..rx).rev().collect(),
+            Some(p) => p.iter().map(|&a| norm(a, rx)).collect::<Option<_>>()?,
+        };
+        if perm.len() != rx || rx != r {
+            return None;
+        }
+        let mut xm: AxisMap = vec![None; rx];
+        for (j, &pj) in perm.iter().enumerate() {
+            if xm[pj].is_some() {
+                return None;
+            }
+            xm[pj] = Some(j);
+        }
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: vec![true; r],
+            inputs: vec![Some(xm)],
+            outputs: vec![Some(ident)],
+            ..Default::default()
+        });
     }
     if let Some(ln) = op.downcast_ref::<transformer::LayerNorm>() {
         // X and Y by rows; scale and bias whole; mean and 1/std [.., 1, ..] by rows.
@@ -1533,6 +1707,29 @@ fn tile_op(
                 win,
                 group: c.group,
             }))
+        }
+        Retile::Planes => {
+            use crate::ops::pool::{PlaneAt, Pool, PoolGrad};
+            let at = PlaneAt {
+                n0: tile[0].0,
+                c0: tile[1].0,
+                channels: sp.dims[1],
+            };
+            if let Some(p) = op.downcast_ref::<Pool>() {
+                Some(std::sync::Arc::new(Pool {
+                    kind: p.kind,
+                    win: p.win.clone(),
+                    at,
+                }))
+            } else {
+                op.downcast_ref::<PoolGrad>().map(|p| {
+                    std::sync::Arc::new(PoolGrad {
+                        kind: p.kind,
+                        win: p.win.clone(),
+                        at,
+                    }) as std::sync::Arc<dyn crate::ops::Op>
+                })
+            }
         }
         Retile::TRows => {
             let c = op.downcast_ref::<ConvGrad>()?;

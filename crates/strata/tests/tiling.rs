@@ -247,3 +247,398 @@ fn many_budgets_split_and_still_agree() {
         }
     }
 }
+
+// ---------------------------------------------------------------- tiling rules, op by op
+
+use strata::onnx::proto::AttributeProto;
+use strata::tensor::Tensor;
+use strata::testing::{attr_i, attr_ints, run_tiled, single_node, In, Rng};
+
+/// A single-node graph whose tensors exceed `l1`: at every budget and
+/// buffering, it splits into several tiles, and the simulator and the
+/// compiled C give the interpreter's outputs exactly (bit for bit); the LIR
+/// checker passes on every lowering. Returns the interpreter's outputs.
+fn splits_exactly(
+    domain: &str,
+    op: &str,
+    attrs: &[AttributeProto],
+    inputs: Vec<(In, Option<Tensor>)>,
+    outputs: &[bool],
+    l1s: &[u64],
+) -> Vec<Tensor> {
+    let (ins, vals): (Vec<In>, Vec<Option<Tensor>>) = inputs.into_iter().unzip();
+    let vals: Vec<Tensor> = vals.into_iter().flatten().collect();
+    let graph = || {
+        let ins = ins
+            .iter()
+            .map(|i| match i {
+                In::Data(t) => In::Data(t.clone()),
+                In::Const(v) => In::Const(v.clone()),
+                In::Absent => In::Absent,
+            })
+            .collect();
+        single_node(domain, op, attrs, ins, outputs).unwrap()
+    };
+    let g = graph();
+    let biggest = g.tensors.iter().map(|t| t.ty.bytes() as u64).max().unwrap();
+    let mut interp = None;
+    for &l1 in l1s {
+        assert!(biggest > l1, "{op}: a tensor must exceed L1 {l1}");
+        for b in [Buffering::Single, Buffering::Double] {
+            let what = format!("{op} at L1 {l1} {b:?}");
+            let r =
+                run_tiled(graph(), vals.clone(), l1, b).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let t = &r.tilings[0];
+            eprintln!("{what}: {} tiles, {}", t.tiles, t.how);
+            assert!(t.tiles > 1, "{what}: one tile ({})", t.how);
+            assert!(t.l1_bytes <= l1, "{what}: {} bytes of L1", t.l1_bytes);
+            for (k, ((i, s), c)) in r.interp.iter().zip(&r.sim).zip(&r.c).enumerate() {
+                assert_eq!(i.ty(), s.ty(), "{what}: output {k}");
+                assert!(
+                    i.to_le_bytes() == s.to_le_bytes(),
+                    "{what} ({}): simulator output {k} differs from the interpreter's",
+                    t.how
+                );
+                assert!(
+                    i.to_le_bytes() == c.to_le_bytes(),
+                    "{what} ({}): C output {k} differs from the interpreter's",
+                    t.how
+                );
+            }
+            interp = Some(r.interp);
+        }
+    }
+    interp.unwrap()
+}
+
+fn data(t: &Tensor) -> (In, Option<Tensor>) {
+    (In::Data(t.ty()), Some(t.clone()))
+}
+
+/// ORT's GlobalAveragePool gradient: Expand [N, C, 1, 1] to [N, C, H, W].
+#[test]
+fn expand_broadcasts_tile_by_tile() {
+    let mut rng = Rng(11);
+    for (x, shape) in [
+        (vec![2, 16, 1, 1], vec![2i64, 16, 32, 32]),
+        (vec![16, 1], vec![3i64, 16, 700]),
+        (vec![1, 1, 24], vec![5i64, 300, 24]),
+    ] {
+        let xv = rng.tensor(&x);
+        let out = splits_exactly(
+            "",
+            "Expand",
+            &[],
+            vec![
+                data(&xv),
+                (
+                    In::Const(Tensor::i64(vec![shape.len()], shape.clone())),
+                    None,
+                ),
+            ],
+            &[true],
+            &[16_000, 40_000],
+        );
+        // Every output element is its broadcast input element.
+        let y = out[0].as_f32();
+        let ys: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        let xs = x.clone();
+        for (o, v) in y.iter().enumerate() {
+            let (mut rem, mut xi, mut stride) = (o, 0, 1);
+            let mut idx = vec![0; ys.len()];
+            for d in (0..ys.len()).rev() {
+                idx[d] = rem % ys[d];
+                rem /= ys[d];
+            }
+            for d in (0..xs.len()).rev() {
+                let yd = d + ys.len() - xs.len();
+                xi += if xs[d] == 1 { 0 } else { idx[yd] } * stride;
+                stride *= xs[d];
+            }
+            assert_eq!(*v, xv.as_f32()[xi]);
+        }
+    }
+}
+
+/// Transpose tiles along output axes; each input axis follows its output axis.
+#[test]
+fn transpose_tiles_along_output_axes() {
+    let mut rng = Rng(12);
+    for (x, perm) in [
+        (vec![1, 32, 256], vec![0i64, 2, 1]),
+        (vec![2, 64, 4, 16], vec![0, 2, 1, 3]),
+        (vec![24, 40, 30], vec![2, 0, 1]),
+    ] {
+        let xv = rng.tensor(&x);
+        let out = splits_exactly(
+            "",
+            "Transpose",
+            &[attr_ints("perm", &perm)],
+            vec![data(&xv)],
+            &[true],
+            &[8_000, 30_000],
+        );
+        let y = &out[0];
+        let ys: Vec<usize> = perm.iter().map(|&p| x[p as usize]).collect();
+        assert_eq!(y.shape, ys);
+        let xst: Vec<usize> = (0..x.len()).map(|i| x[i + 1..].iter().product()).collect();
+        for (o, v) in y.as_f32().iter().enumerate() {
+            let (mut rem, mut xi) = (o, 0);
+            for j in (0..ys.len()).rev() {
+                xi += (rem % ys[j]) * xst[perm[j] as usize];
+                rem /= ys[j];
+            }
+            assert_eq!(*v, xv.as_f32()[xi]);
+        }
+    }
+}
+
+/// MaxPool with its indices by planes: the indices stay flat over the whole
+/// input (ONNX) whatever planes a tile holds, and MaxPoolGrad reads them
+/// tile by tile.
+#[test]
+fn maxpool_indices_stay_global_across_tiles() {
+    let mut rng = Rng(13);
+    let attrs = [
+        attr_ints("kernel_shape", &[3, 3]),
+        attr_ints("strides", &[2, 2]),
+        attr_ints("pads", &[1, 1, 1, 1]),
+    ];
+    for (x, l1s) in [
+        (vec![2usize, 8, 32, 32], vec![9_000u64, 40_000]),
+        (vec![3, 5, 24, 24], vec![13_000, 30_000]),
+    ] {
+        let xv = rng.tensor(&x);
+        let out = splits_exactly("", "MaxPool", &attrs, vec![data(&xv)], &[true, true], &l1s);
+        let (y, idx) = (out[0].as_f32(), out[1].to_i64());
+        // Each index is the flat position in the whole input of its window's
+        // maximum, inside its own (n, c) plane.
+        let (plane_in, plane_out) = (x[2] * x[3], y.len() / (x[0] * x[1]));
+        for (o, &at) in idx.iter().enumerate() {
+            let p = o / plane_out;
+            assert!((p * plane_in..(p + 1) * plane_in).contains(&(at as usize)));
+            assert_eq!(xv.as_f32()[at as usize], y[o]);
+        }
+        // ORT's MaxPoolGrad (dY, Indices) by planes, through the same indices.
+        let dy = rng.tensor(&out[0].shape);
+        let dx = splits_exactly(
+            strata::ops::MS,
+            "MaxPoolGrad",
+            &attrs,
+            vec![data(&dy), data(&out[1])],
+            &[true],
+            &l1s,
+        );
+        let mut want = vec![0f32; xv.as_f32().len()];
+        for (o, &at) in idx.iter().enumerate() {
+            want[at as usize] += dy.as_f32()[o];
+        }
+        assert_eq!(dx[0].as_f32(), &want[..]);
+    }
+}
+
+/// LayerNormalization (with its statistics outputs) and its gradient by
+/// rows, the normalised axes whole; dScale and dBias by columns.
+#[test]
+fn layernorm_and_its_gradient_tile_by_rows() {
+    let mut rng = Rng(14);
+    for (x, axis) in [(vec![2usize, 256, 32], -1i64), (vec![4, 60, 6, 8], 2)] {
+        let xv = rng.tensor(&x);
+        let a = if axis < 0 {
+            x.len() as i64 + axis
+        } else {
+            axis
+        } as usize;
+        let pshape = x[a..].to_vec();
+        let scale = rng.tensor(&pshape);
+        let bias = rng.tensor(&pshape);
+        let attrs = [
+            attr_i("axis", axis),
+            strata::testing::attr_f("epsilon", 1e-5),
+        ];
+        let fwd = splits_exactly(
+            "",
+            "LayerNormalization",
+            &attrs,
+            vec![data(&xv), data(&scale), data(&bias)],
+            &[true, true, true],
+            &[12_000, 40_000],
+        );
+        let dy = rng.tensor(&x);
+        splits_exactly(
+            strata::ops::MS,
+            "LayerNormalizationGrad",
+            &[attr_i("axis", axis)],
+            vec![
+                data(&dy),
+                data(&xv),
+                data(&scale),
+                data(&fwd[1]),
+                data(&fwd[2]),
+            ],
+            &[true, true, true],
+            &[12_000, 40_000],
+        );
+    }
+}
+
+/// The ORT programs for L3 (a MobileNetV1-like CNN and a CCT-like
+/// transformer): every node whose tensors are large has a tiling rule for
+/// every phase, so none of them is limited to a tensor that fits L1.
+#[test]
+fn every_large_node_of_the_big_models_has_a_tiling_rule() {
+    let reg = Registry::standard();
+    for m in ["cnn_big", "vit_big"] {
+        let dir = workspace().join("examples/ort").join(m);
+        let f = strata::fixture::load(&dir, &reg).unwrap();
+        let g = &f.program.graph;
+        let mut whole = Vec::new();
+        for n in &g.nodes {
+            let bytes: usize = n
+                .inputs
+                .iter()
+                .chain(&n.outputs)
+                .flatten()
+                .map(|&t| g.ty(t).bytes())
+                .max()
+                .unwrap_or(0);
+            let view = n.outputs.iter().enumerate().all(|(o, t)| {
+                t.is_none()
+                    || n.op
+                        .aliases()
+                        .iter()
+                        .any(|a| a.output == o && a.kind == strata::ops::AliasKind::View)
+            });
+            if view {
+                continue;
+            }
+            for ph in strata::tile::phases(n, g) {
+                // The losses reduce the batch to one scalar: they run whole.
+                let loss = n.op_type.starts_with("SoftmaxCrossEntropyLoss");
+                if ph.space.is_none() && !(loss && bytes <= 1024) {
+                    whole.push(format!("{} ({}, {bytes} bytes)", n.name, n.op_type));
+                }
+            }
+        }
+        assert!(
+            whole.is_empty(),
+            "{m}: nodes without a tiling rule: {whole:#?}"
+        );
+    }
+}
+
+/// ORT's Scale (ReduceMean and GlobalAveragePool gradients): element-wise by
+/// a one-element factor, constant or run-time.
+#[test]
+fn scale_tiles_element_wise() {
+    let mut rng = Rng(15);
+    let x = rng.tensor(&[8, 40, 64]);
+    splits_exactly(
+        strata::ops::MS,
+        "Scale",
+        &[attr_i("scale_down", 1)],
+        vec![data(&x), (In::Const(Tensor::i64(vec![1], vec![7])), None)],
+        &[true],
+        &[16_000],
+    );
+    let s = Tensor::f32(vec![], vec![0.37]);
+    splits_exactly(
+        strata::ops::MS,
+        "Scale",
+        &[],
+        vec![data(&x), data(&s)],
+        &[true],
+        &[16_000],
+    );
+}
+
+/// A tile's MaxPool op (Retile::Planes) on a box of planes that is not a
+/// contiguous run of the tensor's (all of N, some of C) writes the indices
+/// the whole MaxPool writes for those planes, and MaxPoolGrad's tile op
+/// reads them back into the tile's planes.
+#[test]
+fn a_tile_of_planes_maps_its_indices_to_the_whole_input() {
+    use std::sync::Arc;
+    use strata::ops::pool::{PlaneAt, Pool, PoolGrad};
+    use strata::ops::Op;
+    let reg = Registry::standard();
+    let attrs = [
+        attr_ints("kernel_shape", &[2, 2]),
+        attr_ints("strides", &[2, 2]),
+    ];
+    let parse = |op: &str| -> Arc<dyn Op> {
+        Arc::from(
+            reg.get("", op).or(reg.get(strata::ops::MS, op)).unwrap()(&strata::ops::Attrs::new(
+                &attrs,
+            ))
+            .unwrap(),
+        )
+    };
+    let whole = parse("MaxPool");
+    let pool = (whole.as_ref() as &dyn std::any::Any)
+        .downcast_ref::<Pool>()
+        .unwrap();
+    let (n, c, h, w) = (3usize, 5usize, 6usize, 6usize);
+    let x = Rng(16).tensor(&[n, c, h, w]);
+    let y_ty = strata::tensor::TensorType::f32(vec![n, c, 3, 3]);
+    let i_ty = strata::tensor::TensorType::new(strata::tensor::DType::I64, vec![n, c, 3, 3]);
+    let out = whole
+        .eval(&[Some(&x)], &[Some(&y_ty), Some(&i_ty)])
+        .unwrap();
+    let idx = out[1].to_i64();
+    // The box n in [0, 3), c in [2, 4).
+    let (c0, c1) = (2usize, 4usize);
+    let ct = c1 - c0;
+    let xs = x.as_f32();
+    let tile_x: Vec<f32> = (0..n)
+        .flat_map(|ni| (c0..c1).map(move |ci| (ni, ci)))
+        .flat_map(|(ni, ci)| xs[(ni * c + ci) * h * w..(ni * c + ci + 1) * h * w].to_vec())
+        .collect();
+    let tile_x = Tensor::f32(vec![n, ct, h, w], tile_x);
+    let at = PlaneAt {
+        n0: 0,
+        c0,
+        channels: c,
+    };
+    let tile_op = Pool {
+        kind: pool.kind,
+        win: pool.win.clone(),
+        at,
+    };
+    let ty = |t: &strata::tensor::TensorType| {
+        strata::tensor::TensorType::new(t.dtype, vec![n, ct, 3, 3])
+    };
+    let t_out = tile_op
+        .eval(&[Some(&tile_x)], &[Some(&ty(&y_ty)), Some(&ty(&i_ty))])
+        .unwrap();
+    let t_idx = t_out[1].to_i64();
+    for ni in 0..n {
+        for (k, ci) in (c0..c1).enumerate() {
+            let whole_at = &idx[(ni * c + ci) * 9..(ni * c + ci + 1) * 9];
+            let tile_at = &t_idx[(ni * ct + k) * 9..(ni * ct + k + 1) * 9];
+            assert_eq!(whole_at, tile_at, "plane ({ni}, {ci})");
+        }
+    }
+    // MaxPoolGrad's tile op scatters into the tile's planes.
+    let grad = parse("MaxPoolGrad");
+    let pg = (grad.as_ref() as &dyn std::any::Any)
+        .downcast_ref::<PoolGrad>()
+        .unwrap();
+    let tile_grad = PoolGrad {
+        kind: pg.kind,
+        win: pg.win.clone(),
+        at,
+    };
+    let dy = Tensor::f32(vec![n, ct, 3, 3], vec![1.0; n * ct * 9]);
+    let dx = tile_grad
+        .eval(&[Some(&dy), Some(&t_out[1])], &[Some(&tile_x.ty())])
+        .unwrap();
+    let dxv = dx[0].as_f32();
+    for (o, &v) in t_out[0].as_f32().iter().enumerate() {
+        let p = o / 9;
+        let local = t_idx[o] as usize - at.plane(p, ct) * h * w + p * h * w;
+        assert_eq!(dxv[local], 1.0, "output {o}");
+        assert_eq!(tile_x.as_f32()[local], v);
+    }
+    assert_eq!(dxv.iter().sum::<f32>(), (n * ct * 9) as f32);
+}

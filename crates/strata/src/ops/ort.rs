@@ -80,14 +80,30 @@ impl Op for Expand {
             Self::out_shape(&x.shape, s.value)?,
         )])
     }
+    /// The output is the requested output type's shape when one is given
+    /// (as the C kernel takes it): a tile of an Expand broadcasts its input
+    /// tile to its output tile, while the `shape` input says the whole.
     fn eval(
         &self,
         inputs: &[Option<&Tensor>],
-        _: &[Option<&TensorType>],
+        outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError> {
         crate::by_real!(inputs, R => {
             let x = arg(inputs, 0)?;
-            let out = Self::out_shape(&x.shape, Some(arg(inputs, 1)?))?;
+            let out = match outputs.first().copied().flatten() {
+                Some(t) => {
+                    let b = broadcast_shape(&x.shape, &t.shape)
+                        .map_err(|e| op_err!("Expand: {}", e.0))?;
+                    ensure!(
+                        b == t.shape,
+                        "Expand: input {:?} does not broadcast to the output {:?}",
+                        x.shape,
+                        t.shape
+                    );
+                    b
+                }
+                None => Self::out_shape(&x.shape, Some(arg(inputs, 1)?))?,
+            };
             let xs = broadcast_strides(&x.shape, &out);
             let n: usize = out.iter().product();
             let xv = x.as_real::<R>();

@@ -23,12 +23,14 @@ pub fn register(r: &mut Registry) {
         boxed(Pool {
             kind: PoolKind::Max,
             win: parse_pool_window(a)?,
+            at: PlaneAt::default(),
         })
     });
     r.add(&[MS, ""], "MaxPoolGrad", |a| {
         boxed(PoolGrad {
             kind: PoolKind::Max,
             win: parse_pool_window(a)?,
+            at: PlaneAt::default(),
         })
     });
     r.add(&[""], "AveragePool", |a| {
@@ -37,6 +39,7 @@ pub fn register(r: &mut Registry) {
                 include_pad: a.int_or("count_include_pad", 0) != 0,
             },
             win: parse_pool_window(a)?,
+            at: PlaneAt::default(),
         })
     });
     r.add(&[MS, ""], "AveragePoolGrad", |a| {
@@ -45,6 +48,7 @@ pub fn register(r: &mut Registry) {
                 include_pad: a.int_or("count_include_pad", 0) != 0,
             },
             win: parse_pool_window(a)?,
+            at: PlaneAt::default(),
         })
     });
     r.add(&[""], "GlobalAveragePool", |_| boxed(GlobalAvgPool));
@@ -70,6 +74,41 @@ fn parse_pool_window(a: &Attrs<'_>) -> Result<Window, OpError> {
     let w = Window::parse(a)?;
     ensure!(w.kernel.is_some(), "missing attribute `kernel_shape`");
     Ok(w)
+}
+
+/// Where the (n, c) planes of a tile sit in the whole tensor: the tile's
+/// plane `p` (of `cin` channels) is the tensor's plane
+/// `(n0 + p / cin) * channels + c0 + p % cin`. MaxPool's indices are flat
+/// over the whole input (ONNX), so a tile of planes writes, and MaxPoolGrad
+/// reads, them through this map; `channels == 0` (the default): the kernel
+/// runs on the whole tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlaneAt {
+    pub n0: usize,
+    pub c0: usize,
+    pub channels: usize,
+}
+
+impl PlaneAt {
+    /// The tensor's plane of the tile's plane `p` of `cin` channels.
+    pub fn plane(&self, p: usize, cin: usize) -> usize {
+        if self.channels == 0 {
+            p
+        } else {
+            (self.n0 + p / cin) * self.channels + self.c0 + p % cin
+        }
+    }
+    /// The fields of the C kernels' arguments (none for the whole tensor).
+    fn c_fields(&self) -> Vec<(&'static str, String)> {
+        if self.channels == 0 {
+            return vec![];
+        }
+        vec![
+            ("n0", self.n0.to_string()),
+            ("c0", self.c0.to_string()),
+            ("channels", self.channels.to_string()),
+        ]
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,6 +279,8 @@ pub fn avgpool_grad<R: Real>(g: &Geom, dy: &[R], include_pad: bool) -> Vec<R> {
 pub struct Pool {
     pub kind: PoolKind,
     pub win: Window,
+    /// Where the planes sit in the whole input, for the indices.
+    pub at: PlaneAt,
 }
 
 impl Op for Pool {
@@ -270,7 +311,18 @@ impl Op for Pool {
             let g = pool_geom(&self.win, &x.shape)?;
             Ok(match self.kind {
                 PoolKind::Max => {
-                    let (y, idx) = maxpool(&g, x.as_real::<R>());
+                    let (y, mut idx) = maxpool(&g, x.as_real::<R>());
+                    if self.at.channels != 0 {
+                        // Local flat index → the whole input's.
+                        let (inp, outp) = (g.h * g.w, (g.oh * g.ow).max(1));
+                        for (o, v) in idx.iter_mut().enumerate() {
+                            if *v >= 0 {
+                                let p = o / outp;
+                                let gp = self.at.plane(p, g.cin);
+                                *v = *v - (p * inp) as i64 + (gp * inp) as i64;
+                            }
+                        }
+                    }
                     let mut out = vec![Tensor::real::<R>(g.y_shape(), y)];
                     if outputs.len() > 1 {
                         out.push(match outputs[1] {
@@ -296,10 +348,9 @@ impl Op for Pool {
         match self.kind {
             PoolKind::Max => {
                 let idx = EmitCx::ptr_or_null(cx.opt_output(1));
-                cx.kernel(
-                    "st_maxpool",
-                    &[("x", x.expr), ("y", y), ("idx", idx), ("g", g.c_init())],
-                );
+                let mut f = vec![("x", x.expr), ("y", y), ("idx", idx), ("g", g.c_init())];
+                f.extend(self.at.c_fields());
+                cx.kernel("st_maxpool", &f);
             }
             PoolKind::Avg { include_pad } => cx.kernel(
                 "st_avgpool",
@@ -325,6 +376,8 @@ impl Op for Pool {
 pub struct PoolGrad {
     pub kind: PoolKind,
     pub win: Window,
+    /// Where the planes sit in the whole dX, for the indices.
+    pub at: PlaneAt,
 }
 
 impl PoolGrad {
@@ -379,17 +432,20 @@ impl Op for PoolGrad {
             let g = grad_geom(&self.win, &dy.shape)?;
             let dx = match self.kind {
                 PoolKind::Max => {
-                    let idx = arg(inputs, 1)?.to_i64();
-                    // MaxPool's indices point into their own (n, c) plane.
+                    let mut idx = arg(inputs, 1)?.to_i64();
+                    // MaxPool's indices point into their own (n, c) plane
+                    // of the whole tensor; a tile's, into the tile's.
                     let (inp, outp) = (g.h * g.w, g.oh * g.ow);
-                    for (o, &at) in idx.iter().enumerate() {
+                    for (o, at) in idx.iter_mut().enumerate() {
                         let p = o / outp.max(1);
+                        let gp = self.at.plane(p, g.cin);
                         ensure!(
-                            at >= 0 && (p * inp..(p + 1) * inp).contains(&(at as usize)),
+                            *at >= 0 && (gp * inp..(gp + 1) * inp).contains(&(*at as usize)),
                             "MaxPoolGrad: index {at} at position {o} is out of range of its plane [{}, {})",
-                            p * inp,
-                            (p + 1) * inp
+                            gp * inp,
+                            (gp + 1) * inp
                         );
+                        *at = *at - (gp * inp) as i64 + (p * inp) as i64;
                     }
                     maxpool_grad(&g, dy.as_real::<R>(), &idx)
                 }
@@ -419,10 +475,9 @@ impl Op for PoolGrad {
         match self.kind {
             PoolKind::Max => {
                 let idx = cx.input(1)?.expr.clone();
-                cx.kernel(
-                    "st_maxpool_grad",
-                    &[("dy", dy.expr), ("idx", idx), ("dx", dx), ("g", g.c_init())],
-                );
+                let mut f = vec![("dy", dy.expr), ("idx", idx), ("dx", dx), ("g", g.c_init())];
+                f.extend(self.at.c_fields());
+                cx.kernel("st_maxpool_grad", &f);
             }
             PoolKind::Avg { include_pad } => cx.kernel(
                 "st_avgpool_grad",
