@@ -160,7 +160,7 @@ pub fn run_tiled(
     let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let (sim, _) = crate::sim::run_fixture(&f, &plan, &lir, &target.platform)?;
     let scratch = crate::outdir::Scratch::new("strata-test-")?;
-    let r = crate::codegen::harness::run(&f, &plan, &lir, scratch.path());
+    let r = crate::codegen::harness::run(&f, &plan, &lir, scratch.path(), target.c_target);
     let closed = scratch.close();
     let r = r?;
     closed?;
