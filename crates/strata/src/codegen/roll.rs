@@ -99,14 +99,21 @@ fn affine(v0: u64, d: i128) -> String {
 /// Roll `lines` (one statement each, already indented by `indent`).
 pub fn roll(lines: &[String], indent: &str) -> Vec<String> {
     const MIN_REPEATS: usize = 3;
-    const MAX_PERIOD: usize = 24;
+    // A double-buffered tile alternates its slots, so its statements repeat
+    // with a period of two tiles: tens of statements for a node with many
+    // operands, each staged through L2.
+    const MAX_PERIOD: usize = 256;
     let s: Vec<Stmt> = lines.iter().map(|l| parse(l.trim_start())).collect();
     let mut out = Vec::new();
     let mut at = 0;
     while at < s.len() {
-        // The period covering the most statements, the shortest on a tie.
+        // The period covering the most statements, the shortest on a tie;
+        // only periods whose next block starts with the same statement.
         let mut best = (1usize, 1usize);
         for p in 1..=MAX_PERIOD.min((s.len() - at) / 2) {
+            if s[at + p].template != s[at].template {
+                continue;
+            }
             let k = run_len(&s, at, p);
             if k >= MIN_REPEATS && k * p > best.0 * best.1 {
                 best = (p, k);
