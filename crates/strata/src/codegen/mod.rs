@@ -23,7 +23,6 @@ use crate::lir::{Base, Buffering, Level, Lir, Loc, Step};
 use crate::plan::MemoryPlan;
 use crate::program::Program;
 use crate::tensor::{Data, Tensor};
-use cx::{EmitCx, Operand};
 
 include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
@@ -360,26 +359,20 @@ fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
         Step::Wait(id) => writeln!(c, "    st_dma_wait({id});").unwrap(),
         Step::Kernel(k) => {
             let n = g.node(k.node);
-            let operand = |o: &Option<crate::lir::Operand>| {
-                o.as_ref().map(|o| Operand {
-                    expr: loc_expr(&o.loc, o.ty.dtype.c_type()),
-                    ty: o.ty.clone(),
-                    value: o.value.clone(),
-                })
+            let ptr = |o: &Option<crate::lir::Operand>| {
+                o.as_ref().map(|o| loc_expr(&o.loc, o.ty.dtype.c_type()))
             };
-            let mut ecx = EmitCx::new(
-                &n.name,
-                k.inputs.iter().map(operand).collect(),
-                k.outputs.iter().map(operand).collect(),
-            );
-            let op = k.op.as_deref().unwrap_or(&*n.op);
-            op.emit(&mut ecx).map_err(|e| Error::Node {
+            let ptrs = cx::Pointers {
+                inputs: k.inputs.iter().map(ptr).collect(),
+                outputs: k.outputs.iter().map(ptr).collect(),
+            };
+            let err = |e: crate::ops::OpError| Error::Node {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),
                 msg: e.0,
-            })?;
-            for l in ecx.lines {
-                writeln!(c, "    {l}").unwrap();
+            };
+            for call in k.calls(&*n.op).map_err(err)? {
+                writeln!(c, "    {}", cx::kernel_call(&call, &ptrs).map_err(err)?).unwrap();
             }
         }
     }

@@ -16,7 +16,9 @@
 //!   oracle). Sums that feed statistics and gradients are pairwise
 //!   ([`util::Psum`], `st_psum`). It returns one tensor per output position
 //!   (`Tensor::absent()` where the output is not requested).
-//! - `emit` calls one or more runtime kernels through [`EmitCx::kernel`].
+//! - `kernel_calls` describes, as data ([`call::KernelCall`]), the runtime
+//!   kernels that compute the node (or one tile of it) on its operands; the
+//!   back ends spell them (the C back end: an argument struct and a fork).
 //! - `aliases` names outputs that share storage with an input: views
 //!   (Reshape and friends: no code at all) and in-place updates
 //!   (accumulators, SGD, running statistics).
@@ -27,9 +29,10 @@ use std::fmt;
 use crate::onnx::proto::AttributeProto;
 use crate::tensor::{Tensor, TensorType};
 
-pub use crate::codegen::cx::{c_float, EmitCx, Operand};
+pub use call::{Arg, KernelCall, Operands, Slot};
 
 pub mod basic;
+pub mod call;
 pub mod conv;
 pub mod elementwise;
 pub mod loss;
@@ -138,7 +141,7 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
     /// (`None` where it declares nothing complete). Only ops whose outputs
     /// the inputs do not determine use it: a strided ConvGradX's dX size,
     /// which dY alone cannot say, comes from the declaration when it is one
-    /// of the sizes that give dY. `eval` and `emit` then see that size in
+    /// of the sizes that give dY. `eval` and `kernel_calls` then see that size in
     /// their output types.
     fn infer_declared(
         &self,
@@ -154,8 +157,9 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError>;
-    /// Emit the C for this node.
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError>;
+    /// The runtime kernel calls that compute this node (or a tile of it:
+    /// `k` holds the tile's operand types), in order.
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError>;
     /// The output's value when it follows from the input types alone (`Shape`).
     fn static_value(&self, _inputs: &[Option<&TensorType>]) -> Option<Tensor> {
         None
