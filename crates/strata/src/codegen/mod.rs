@@ -54,7 +54,7 @@ pub fn tensor_expr(p: &Program, plan: &MemoryPlan, t: TensorId) -> String {
         Some(_) => format!("(({} *)({}))", ty.dtype.c_type(), arena_at(plan, t)),
         None => {
             // A read-only constant, possibly through views: name the group's root constant.
-            let root = constant_root(p, t);
+            let root = p.graph.alias_root(t);
             format!("(({} *){})", ty.dtype.c_type(), const_name(root))
         }
     }
@@ -62,21 +62,6 @@ pub fn tensor_expr(p: &Program, plan: &MemoryPlan, t: TensorId) -> String {
 
 pub(crate) fn const_name(t: TensorId) -> String {
     format!("st_const_{}", t.0)
-}
-
-/// The constant whose bytes a view of a constant shares.
-pub(crate) fn constant_root(p: &Program, t: TensorId) -> TensorId {
-    let g = &p.graph;
-    let mut cur = t;
-    while let Some(pr) = g.tensor(cur).producer {
-        let n = g.node(pr);
-        let k = n.outputs.iter().position(|o| *o == Some(cur)).unwrap();
-        match n.op.aliases().iter().find(|a| a.output == k) {
-            Some(a) => cur = n.inputs[a.input].expect("aliased input present"),
-            None => break,
-        }
-    }
-    cur
 }
 
 /// C initializer list for a tensor's elements.
