@@ -10,6 +10,7 @@
 //! prints per-step losses beside the reference, and exits non-zero when a
 //! loss or weight is off by more than the tolerance.
 
+pub mod cwriter;
 pub mod cx;
 pub mod harness;
 pub mod roll;
@@ -23,6 +24,7 @@ use crate::lir::{Base, Buffering, Level, Lir, Loc, Step};
 use crate::plan::MemoryPlan;
 use crate::program::Program;
 use crate::tensor::{Data, Tensor};
+use cwriter::CWriter;
 
 include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
@@ -231,29 +233,29 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
             .unwrap();
         }
     }
-    writeln!(c, "\nvoid st_model_init(void) {{").unwrap();
+    let mut w = CWriter::new();
+    w.blank().open("void st_model_init(void)");
     if lir.arenas.contains_key(&Level::L3) {
-        writeln!(c, "    st_ram_attach(st_l3, ST_L3_BYTES);").unwrap();
+        w.line("st_ram_attach(st_l3, ST_L3_BYTES);");
     }
     for t in p.state_init.keys() {
-        writeln!(
-            c,
-            "    memcpy({}, {}, {});",
+        w.line(format!(
+            "memcpy({}, {}, {});",
             arena_at(plan, *t),
             const_name(*t),
             g.ty(*t).bytes()
-        )
-        .unwrap();
+        ));
     }
-    writeln!(c, "}}").unwrap();
+    w.close();
     for (fname, range) in [
         ("st_train_step", 0..p.train_end),
         ("st_optimizer_step", p.train_end..p.nodes_total()),
     ] {
-        writeln!(c, "\nvoid {fname}(void) {{").unwrap();
-        emit_steps(&mut c, p, lir, range)?;
-        writeln!(c, "}}").unwrap();
+        w.blank().open(format!("void {fname}(void)"));
+        emit_steps(&mut w, p, lir, range)?;
+        w.close();
     }
+    c.push_str(&w.finish());
     Ok((h, c))
 }
 
@@ -275,7 +277,12 @@ pub fn loc_expr(loc: &Loc, ty: &str) -> String {
 }
 
 /// The C of a range of nodes' LIR steps, with a comment where each node begins.
-fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usize>) -> Result<()> {
+fn emit_steps(
+    w: &mut CWriter,
+    p: &Program,
+    lir: &Lir,
+    nodes: std::ops::Range<usize>,
+) -> Result<()> {
     let g = &p.graph;
     for n in nodes {
         let node = &g.nodes[n];
@@ -285,21 +292,18 @@ fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usi
             1 => t.how.clone(),
             k => format!("{k} tiles: {}", t.how),
         };
-        writeln!(
-            c,
-            "    /* {} ({}): {what} */",
-            node.name.replace("*/", "* /"),
-            node.op_type
-        )
-        .unwrap();
+        w.comment(format!("{} ({}): {what}", node.name, node.op_type));
         let mut lines = String::new();
         for step in &lir.steps[lir.node_steps[n].clone()] {
             emit_step(&mut lines, p, step)?;
         }
-        let lines: Vec<String> = lines.lines().map(str::to_string).collect();
-        for l in roll::roll(&lines, "    ") {
-            writeln!(c, "{l}").unwrap();
-        }
+        // `emit_step` indents each statement one level; the writer owns the
+        // indentation, and the rolled loops indent their bodies one more.
+        let stmts: Vec<String> = lines
+            .lines()
+            .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
+            .collect();
+        w.lines(roll::roll(&stmts, ""));
     }
     Ok(())
 }
