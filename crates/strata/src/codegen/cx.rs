@@ -88,3 +88,58 @@ pub fn c_float(x: f32) -> String {
         format!("{s}f")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_arg_spells_as_the_runtime_expects() {
+        let p = Pointers {
+            inputs: vec![
+                Some("((float *)(st_l1 + 0))".into()),
+                None,
+                Some("X2".into()),
+            ],
+            outputs: vec![Some("((int64_t *)(st_l2 + 16))".into())],
+        };
+        let call = KernelCall::new(
+            "st_k",
+            vec![
+                ("a", Arg::input(0)),
+                ("b", Arg::opt_input(1)),
+                ("c", Arg::opt_output(0)),
+                ("d", Arg::Null),
+                ("e", Arg::Bytes(Slot::Input(2))),
+                ("f", Arg::Bytes(Slot::Output(0))),
+                ("g", Arg::Ptrs(vec![0, 2])),
+                ("h", Arg::First(2)),
+                ("i", Arg::InvFirst(2)),
+                ("j", Arg::int(7usize)),
+                ("k", Arg::Index(Some(-100))),
+                ("l", Arg::Index(None)),
+                ("m", Arg::Float(0.5)),
+                ("n", Arg::Float(f32::NEG_INFINITY)),
+                ("o", Arg::dims8(&[2, 3], 1)),
+            ],
+        );
+        assert_eq!(
+            kernel_call(&call, &p).unwrap(),
+            "{ static st_k_args a; a = (st_k_args){ .a = ((float *)(st_l1 + 0)), .b = NULL, \
+             .c = ((int64_t *)(st_l2 + 16)), .d = NULL, .e = (const void *)X2, \
+             .f = (void *)((int64_t *)(st_l2 + 16)), .g = {((float *)(st_l1 + 0)), X2}, \
+             .h = X2[0], .i = 1.0f / X2[0], .j = 7, .k = -100LL, .l = ST_NO_IGNORE, \
+             .m = 0.5f, .n = (-INFINITY), .o = {2, 3, 1, 1, 1, 1, 1, 1} }; st_fork(st_k, &a); }"
+        );
+        let missing = KernelCall::new("st_k", vec![("b", Arg::input(1))]);
+        assert_eq!(
+            kernel_call(&missing, &p).unwrap_err().0,
+            "missing required input 1"
+        );
+        let missing = KernelCall::new("st_k", vec![("y", Arg::output(3))]);
+        assert_eq!(
+            kernel_call(&missing, &p).unwrap_err().0,
+            "missing required output 3"
+        );
+    }
+}

@@ -64,7 +64,10 @@ impl Arg {
     }
     /// An integer from a count, a size or a flag.
     pub fn int(v: impl TryInto<i64>) -> Arg {
-        Arg::Int(v.try_into().unwrap_or(i64::MAX))
+        match v.try_into() {
+            Ok(v) => Arg::Int(v),
+            Err(_) => panic!("a kernel argument larger than i64"),
+        }
     }
     /// A list of sizes.
     pub fn dims(v: &[usize]) -> Arg {
