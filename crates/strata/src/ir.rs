@@ -105,6 +105,21 @@ impl Graph {
     pub fn node_ids(&self) -> impl Iterator<Item = NodeId> {
         (0..self.nodes.len() as u32).map(NodeId)
     }
+    /// The tensor whose storage `t` shares through aliases (views and
+    /// in-place updates, followed back to their input): for a view of a
+    /// constant, the constant whose bytes it is. `t` itself when it is no alias.
+    pub fn alias_root(&self, t: TensorId) -> TensorId {
+        let mut cur = t;
+        while let Some(pr) = self.tensor(cur).producer {
+            let n = self.node(pr);
+            let k = n.outputs.iter().position(|o| *o == Some(cur)).unwrap();
+            match n.op.aliases().iter().find(|a| a.output == k) {
+                Some(a) => cur = n.inputs[a.input].expect("aliased input present"),
+                None => break,
+            }
+        }
+        cur
+    }
     /// For each tensor, the nodes that read it, in schedule order.
     pub fn consumers(&self) -> Vec<Vec<NodeId>> {
         let mut c = vec![Vec::new(); self.tensors.len()];

@@ -184,6 +184,38 @@ pub struct Kernel {
     pub outputs: Vec<Option<Operand>>,
 }
 
+impl Kernel {
+    /// The operand types (and constant values) the op sees for this tile.
+    pub fn operands(&self) -> crate::ops::Operands<'_> {
+        crate::ops::Operands {
+            inputs: self
+                .inputs
+                .iter()
+                .map(|o| {
+                    o.as_ref().map(|o| crate::ops::OpInput {
+                        ty: &o.ty,
+                        value: o.value.as_ref(),
+                    })
+                })
+                .collect(),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|o| o.as_ref().map(|o| &o.ty))
+                .collect(),
+        }
+    }
+    /// The runtime kernel calls of this tile: those of its own op, else of
+    /// `node_op` (the node's).
+    pub fn calls(
+        &self,
+        node_op: &dyn crate::ops::Op,
+    ) -> Result<Vec<crate::ops::KernelCall>, crate::ops::OpError> {
+        let op = self.op.as_deref().unwrap_or(node_op);
+        op.kernel_calls(&self.operands())
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Step {
     Dma(Dma),

@@ -583,8 +583,10 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
     let lr = g.add_tensor(lr_name.clone(), lr_ty, TensorKind::Input);
     g.inputs.push(lr);
     if adamw {
-        let op = crate::ops::train::AdamW::from_attrs(&crate::ops::Attrs::new(&n.attribute))
-            .map_err(|e| nerr(e.0))?;
+        let op = crate::ops::train::AdamW::from_attrs(&crate::ops::Attrs::new(
+            &onnx::attributes(&n.attribute).map_err(&nerr)?,
+        ))
+        .map_err(|e| nerr(e.0))?;
         let step_vi = arg(1).and_then(|s| input(s));
         lower_adamw(g, &op, &nname, pairs, lr, arg(1), step_vi).map_err(|e| match e {
             LowerErr::Graph(m) => gerr(m),

@@ -8,42 +8,21 @@ use std::collections::BTreeMap;
 use crate::error::Result;
 use crate::fixture::{self, Fixture, Kind, Tolerance};
 use crate::ir::{Graph, Node, TensorId, TensorKind};
-use crate::onnx::proto::{attribute_proto::AttributeType, AttributeProto};
-use crate::ops::{Attrs, OpInput, Registry};
+use crate::ops::{Attr, Attribute, Attrs, OpInput, Registry};
 use crate::program::Program;
 use crate::tensor::{Tensor, TensorType};
 
-pub fn attr_i(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        i: v,
-        r#type: AttributeType::Int as i32,
-        ..Default::default()
-    }
+pub fn attr_i(name: &str, v: i64) -> Attribute {
+    Attribute::new(name, Attr::Int(v))
 }
-pub fn attr_f(name: &str, v: f32) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        f: v,
-        r#type: AttributeType::Float as i32,
-        ..Default::default()
-    }
+pub fn attr_f(name: &str, v: f32) -> Attribute {
+    Attribute::new(name, Attr::Float(v))
 }
-pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        ints: v.to_vec(),
-        r#type: AttributeType::Ints as i32,
-        ..Default::default()
-    }
+pub fn attr_ints(name: &str, v: &[i64]) -> Attribute {
+    Attribute::new(name, Attr::Ints(v.to_vec()))
 }
-pub fn attr_s(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        s: v.as_bytes().to_vec(),
-        r#type: AttributeType::String as i32,
-        ..Default::default()
-    }
+pub fn attr_s(name: &str, v: &str) -> Attribute {
+    Attribute::new(name, Attr::String(v.to_string()))
 }
 
 /// An input of a test graph: a runtime input of the given type, or a constant.
@@ -58,7 +37,7 @@ pub enum In {
 pub fn single_node(
     domain: &str,
     op_type: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<In>,
     outputs: &[bool],
 ) -> Result<Graph, String> {
@@ -235,6 +214,7 @@ impl Rng {
 /// Builders for ONNX models in memory, for tests that need files.
 pub mod onnx_build {
     use crate::onnx::proto::{
+        attribute_proto::AttributeType,
         tensor_shape_proto::{dimension::Value as Dim, Dimension},
         type_proto::{Tensor as TT, Value as TV},
         AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
@@ -268,7 +248,7 @@ pub mod onnx_build {
         domain: &str,
         inputs: &[&str],
         outputs: &[&str],
-        attrs: Vec<AttributeProto>,
+        attrs: Vec<crate::ops::Attribute>,
     ) -> NodeProto {
         NodeProto {
             input: inputs.iter().map(|s| s.to_string()).collect(),
@@ -276,9 +256,48 @@ pub mod onnx_build {
             name: format!("{op}_{}", outputs.first().unwrap_or(&"")),
             op_type: op.into(),
             domain: domain.into(),
-            attribute: attrs,
+            attribute: attrs.iter().map(attribute).collect(),
             doc_string: String::new(),
         }
+    }
+    /// The ONNX form of an attribute (the kinds the tests use).
+    pub fn attribute(a: &crate::ops::Attribute) -> AttributeProto {
+        use crate::ops::Attr;
+        let mut p = AttributeProto {
+            name: a.name.clone(),
+            ..Default::default()
+        };
+        let kind = match &a.value {
+            Attr::Int(i) => {
+                p.i = *i;
+                AttributeType::Int
+            }
+            Attr::Float(f) => {
+                p.f = *f;
+                AttributeType::Float
+            }
+            Attr::String(s) => {
+                p.s = s.as_bytes().to_vec();
+                AttributeType::String
+            }
+            Attr::Ints(v) => {
+                p.ints = v.clone();
+                AttributeType::Ints
+            }
+            Attr::Floats(v) => {
+                p.floats = v.clone();
+                AttributeType::Floats
+            }
+            Attr::Strings(v) => {
+                p.strings = v.iter().map(|s| s.as_bytes().to_vec()).collect();
+                AttributeType::Strings
+            }
+            Attr::Tensor(_) | Attr::Other => {
+                panic!("attribute `{}`: no ONNX form in tests", a.name)
+            }
+        };
+        p.r#type = kind as i32;
+        p
     }
     pub fn f32_init(name: &str, shape: &[i64], v: &[f32]) -> TensorProto {
         TensorProto {
@@ -379,7 +398,7 @@ pub fn shared_dir() -> Option<std::path::PathBuf> {
 pub fn eval_node(
     domain: &str,
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<Option<Tensor>>,
     want: &[bool],
 ) -> Result<Vec<Tensor>, String> {

@@ -1222,7 +1222,7 @@ pub fn home(p: &Program, plan: &MemoryPlan, t: TensorId) -> Loc {
     match plan.home(t) {
         Some((level, off)) => Loc::arena(level, off),
         None => Loc {
-            base: Base::Const(crate::codegen::constant_root(p, t)),
+            base: Base::Const(p.graph.alias_root(t)),
             offset: 0,
         },
     }

@@ -5,7 +5,7 @@
 //! running statistics updated in place), attribute errors, and the Deeploy
 //! kernel tests and CNN training fixtures (when ../shared is present).
 
-use strata::onnx::proto::AttributeProto;
+use strata::ops::Attribute;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
 use strata::testing::{attr_f, attr_i, run_both, single_node, In, Rng};
@@ -15,16 +15,11 @@ const ENGINES_AGREE: f32 = 1e-6;
 const EPS: f32 = 1e-5;
 const MOM: f32 = 0.9;
 
-fn attrs() -> Vec<AttributeProto> {
+fn attrs() -> Vec<Attribute> {
     vec![attr_f("epsilon", EPS), attr_f("momentum", MOM)]
 }
 
-fn eval(
-    op: &str,
-    attrs: &[AttributeProto],
-    inputs: Vec<Option<Tensor>>,
-    want: &[bool],
-) -> Vec<Tensor> {
+fn eval(op: &str, attrs: &[Attribute], inputs: Vec<Option<Tensor>>, want: &[bool]) -> Vec<Tensor> {
     strata::testing::eval_node(MS, op, attrs, inputs, want).unwrap()
 }
 

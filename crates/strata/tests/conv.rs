@@ -4,7 +4,7 @@
 //! convolution, gradients against central finite differences, attribute
 //! errors, and the Deeploy kernel tests (when ../shared is present).
 
-use strata::onnx::proto::AttributeProto;
+use strata::ops::Attribute;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
 use strata::testing::{attr_i, attr_ints, attr_s, run_both, single_node, In, Rng};
@@ -15,14 +15,14 @@ const ENGINES_AGREE: f32 = 1e-6;
 fn eval(
     domain: &str,
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<Option<Tensor>>,
     want: &[bool],
 ) -> Vec<Tensor> {
     strata::testing::eval_node(domain, op, attrs, inputs, want).unwrap()
 }
 
-fn parse_err(domain: &str, op: &str, attrs: &[AttributeProto]) -> String {
+fn parse_err(domain: &str, op: &str, attrs: &[Attribute]) -> String {
     let reg = Registry::standard();
     match reg.get(domain, op).unwrap()(&Attrs::new(attrs)) {
         Ok(o) => panic!("{op} accepted bad attributes: {o:?}"),
@@ -104,7 +104,7 @@ impl Problem {
             bias: r.below(2) == 0,
         }
     }
-    fn attrs(&self) -> Vec<AttributeProto> {
+    fn attrs(&self) -> Vec<Attribute> {
         let i = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
         vec![
             attr_i("group", self.group as i64),

@@ -12,7 +12,7 @@ fn f(shape: &[usize], v: &[f32]) -> Tensor {
 fn eval(
     domain: &str,
     op: &str,
-    attrs: &[strata::onnx::proto::AttributeProto],
+    attrs: &[strata::ops::Attribute],
     inputs: Vec<Option<Tensor>>,
     n_out: usize,
 ) -> Vec<Tensor> {

@@ -668,7 +668,11 @@ fn adamw_optimizer_becomes_state_and_one_update_per_parameter() {
     let d = with_optimizer_of("mlp_adamw", "adam-mode", |m| {
         let n = &mut m.graph.as_mut().unwrap().node[0];
         n.attribute.retain(|a| a.name != "adam_mode");
-        n.attribute.push(attr_i("adam_mode", 2));
+        n.attribute
+            .push(strata::testing::onnx_build::attribute(&attr_i(
+                "adam_mode",
+                2,
+            )));
     });
     let e = load_err(&d);
     assert!(
@@ -717,7 +721,7 @@ fn adamw64(
 
 #[test]
 fn adamw_kernels_match_f64_and_c_matches_reference() {
-    use strata::onnx::proto::AttributeProto;
+    use strata::ops::Attribute;
     use strata::ops::STRATA;
     use strata::tensor::DType;
     let mut r = Rng(0xada3);
@@ -740,7 +744,7 @@ fn adamw_kernels_match_f64_and_c_matches_reference() {
             1e-6f32,
             if case < 4 { 0.0f32 } else { 0.01 },
         );
-        let attrs: Vec<AttributeProto> = vec![
+        let attrs: Vec<Attribute> = vec![
             attr_f("alpha", hp.0),
             attr_f("beta", hp.1),
             attr_f("epsilon", hp.2),

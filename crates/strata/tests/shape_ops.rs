@@ -3,14 +3,14 @@
 //! references vs independent index arithmetic, hand-checked cases, errors,
 //! and the Transpose/Pad/Reshape/Squeeze suites through both engines.
 
-use strata::onnx::proto::AttributeProto;
+use strata::ops::Attribute;
 use strata::ops::{Attrs, OpInput, Registry};
 use strata::tensor::{Tensor, TensorType};
 use strata::testing::{attr_f, attr_i, attr_ints, attr_s, run_both, single_node, In, Rng};
 
 fn eval(
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<Tensor>,
     n_out: usize,
 ) -> Result<Vec<Tensor>, String> {
@@ -31,7 +31,7 @@ fn eval(
 /// Data inputs first, then constants; both engines; outputs must be identical.
 fn both(
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     data: Vec<Tensor>,
     consts: Vec<Option<Tensor>>,
     n_out: usize,

@@ -5,7 +5,7 @@
 //! those f64 forwards; hand-checked cases, bad attributes, and the Deeploy
 //! suites (with the known CrossEntropyGrad deviation asserted explicitly).
 
-use strata::onnx::proto::AttributeProto;
+use strata::ops::Attribute;
 use strata::ops::{Attrs, OpInput, Registry, MS};
 use strata::tensor::{max_abs_diff, Tensor, TensorType};
 use strata::testing::shared_dir as shared;
@@ -24,7 +24,7 @@ fn f(shape: &[usize], v: &[f32]) -> Tensor {
 fn eval(
     dom: &str,
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<Tensor>,
     n_out: usize,
 ) -> Result<Vec<Tensor>, String> {
@@ -46,7 +46,7 @@ fn eval(
 fn both(
     dom: &str,
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<Tensor>,
     outs: &[bool],
 ) -> Vec<Tensor> {
@@ -334,7 +334,7 @@ fn erf_series_matches_integration() {
 fn gelu_and_grad_random() {
     let mut r = Rng(0x6e1);
     for (dom, approx) in [(MS, None), ("", Some("none")), ("", Some("tanh"))] {
-        let attrs: Vec<AttributeProto> = approx
+        let attrs: Vec<Attribute> = approx
             .map(|a| attr_s("approximate", a))
             .into_iter()
             .collect();

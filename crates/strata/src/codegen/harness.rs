@@ -211,7 +211,7 @@ pub fn emit(f: &Fixture, plan: &MemoryPlan) -> String {
             None => writeln!(
                 s,
                 "    memcpy(st_out, {}, {bytes});",
-                super::const_name(super::constant_root(p, *t))
+                super::const_name(p.graph.alias_root(*t))
             )
             .unwrap(),
         }

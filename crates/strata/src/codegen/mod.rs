@@ -18,6 +18,7 @@
 //! per-step losses beside the reference, and exits non-zero when a loss or
 //! weight is off by more than the tolerance.
 
+pub mod cwriter;
 pub mod cx;
 pub mod harness;
 pub mod roll;
@@ -31,7 +32,7 @@ use crate::lir::{Base, Buffering, Level, Lir, Loc, Step};
 use crate::plan::MemoryPlan;
 use crate::program::Program;
 use crate::tensor::{Data, Tensor};
-use cx::{EmitCx, Operand};
+use cwriter::CWriter;
 
 include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
@@ -117,21 +118,6 @@ pub fn ident(name: &str) -> String {
 
 pub(crate) fn const_name(t: TensorId) -> String {
     format!("st_const_{}", t.0)
-}
-
-/// The constant whose bytes a view of a constant shares.
-pub(crate) fn constant_root(p: &Program, t: TensorId) -> TensorId {
-    let g = &p.graph;
-    let mut cur = t;
-    while let Some(pr) = g.tensor(cur).producer {
-        let n = g.node(pr);
-        let k = n.outputs.iter().position(|o| *o == Some(cur)).unwrap();
-        match n.op.aliases().iter().find(|a| a.output == k) {
-            Some(a) => cur = n.inputs[a.input].expect("aliased input present"),
-            None => break,
-        }
-    }
-    cur
 }
 
 /// C initializer list for a tensor's elements.
@@ -284,19 +270,18 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
         writeln!(c, "    ST_CONST({name}, sizeof {name}, \"{name}\");").unwrap();
     }
     writeln!(c, "    return 0;\n}}").unwrap();
-    writeln!(c, "\nvoid st_model_init(void) {{").unwrap();
+    let mut w = CWriter::new();
+    w.blank().open("void st_model_init(void)");
     for t in p.state_init.keys() {
         let (level, off) = home(plan, *t).expect("state is in an arena");
-        writeln!(
-            c,
-            "    st_store({}, {off}, {}, {});",
+        w.line(format!(
+            "st_store({}, {off}, {}, {});",
             level_c(level),
             const_name(*t),
             g.ty(*t).bytes()
-        )
-        .unwrap();
+        ));
     }
-    writeln!(c, "}}").unwrap();
+    w.close();
     for (fname, step, range) in [
         ("st_train_step", "training", 0..p.train_end),
         (
@@ -305,10 +290,12 @@ pub fn emit_model(p: &Program, plan: &MemoryPlan, lir: &Lir) -> Result<(String, 
             p.train_end..p.nodes_total(),
         ),
     ] {
-        writeln!(c, "\nvoid {fname}(void) {{").unwrap();
-        emit_steps(&mut c, p, lir, range)?;
-        writeln!(c, "    ST_STEP_END(\"{step}\");\n}}").unwrap();
+        w.blank().open(format!("void {fname}(void)"));
+        emit_steps(&mut w, p, lir, range)?;
+        w.line(format!("ST_STEP_END(\"{step}\");"));
+        w.close();
     }
+    c.push_str(&w.finish());
     Ok((h, c))
 }
 
@@ -337,7 +324,12 @@ pub fn l3_offset(loc: &Loc) -> String {
 }
 
 /// The C of a range of nodes' LIR steps, with a comment where each node begins.
-fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usize>) -> Result<()> {
+fn emit_steps(
+    w: &mut CWriter,
+    p: &Program,
+    lir: &Lir,
+    nodes: std::ops::Range<usize>,
+) -> Result<()> {
     let g = &p.graph;
     for n in nodes {
         let node = &g.nodes[n];
@@ -347,21 +339,21 @@ fn emit_steps(c: &mut String, p: &Program, lir: &Lir, nodes: std::ops::Range<usi
             1 => t.how.clone(),
             k => format!("{k} tiles: {}", t.how),
         };
-        writeln!(
-            c,
-            "    /* node {n}: {} ({}): {what} */",
-            node.name.replace("*/", "* /"),
-            node.op_type
-        )
-        .unwrap();
+        w.comment(format!(
+            "node {n}: {} ({}): {what}",
+            node.name, node.op_type
+        ));
         let mut lines = String::new();
         for step in &lir.steps[lir.node_steps[n].clone()] {
             emit_step(&mut lines, p, step)?;
         }
-        let lines: Vec<String> = lines.lines().map(str::to_string).collect();
-        for l in roll::roll(&lines, "    ") {
-            writeln!(c, "{l}").unwrap();
-        }
+        // `emit_step` indents each statement one level; the writer owns the
+        // indentation, and the rolled loops indent their bodies one more.
+        let stmts: Vec<String> = lines
+            .lines()
+            .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
+            .collect();
+        w.lines(roll::roll(&stmts, ""));
     }
     Ok(())
 }
@@ -418,16 +410,12 @@ pub fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
             let n = g.node(k.node);
             let mut checks = Vec::new();
             let mut position = 0;
-            let mut operand = |o: &Option<crate::lir::Operand>| -> Result<Option<Operand>> {
+            let mut ptr = |o: &Option<crate::lir::Operand>| -> Result<Option<String>> {
                 position += 1;
                 let Some(o) = o else { return Ok(None) };
                 if o.shape_only {
                     // Read for its type only: no address.
-                    return Ok(Some(Operand {
-                        expr: format!("(({} *)0)", o.ty.dtype.c_type()),
-                        ty: o.ty.clone(),
-                        value: o.value.clone(),
-                    }));
+                    return Ok(Some(format!("(({} *)0)", o.ty.dtype.c_type())));
                 }
                 if o.loc.level() == Level::L3 {
                     return Err(Error::Node {
@@ -445,23 +433,21 @@ pub fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
                         position - 1
                     ));
                 }
-                Ok(Some(Operand {
-                    expr,
-                    ty: o.ty.clone(),
-                    value: o.value.clone(),
-                }))
+                Ok(Some(expr))
             };
-            let inputs = k.inputs.iter().map(&mut operand).collect::<Result<_>>()?;
-            let outputs = k.outputs.iter().map(&mut operand).collect::<Result<_>>()?;
-            let mut ecx = EmitCx::new(&n.name, inputs, outputs);
-            let op = k.op.as_deref().unwrap_or(&*n.op);
-            op.emit(&mut ecx).map_err(|e| Error::Node {
+            let inputs = k.inputs.iter().map(&mut ptr).collect::<Result<_>>()?;
+            let outputs = k.outputs.iter().map(&mut ptr).collect::<Result<_>>()?;
+            let ptrs = cx::Pointers { inputs, outputs };
+            let err = |e: crate::ops::OpError| Error::Node {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),
                 msg: e.0,
-            })?;
-            for l in checks.iter().chain(&ecx.lines) {
+            };
+            for l in &checks {
                 writeln!(c, "    {l}").unwrap();
+            }
+            for call in k.calls(&*n.op).map_err(err)? {
+                writeln!(c, "    {}", cx::kernel_call(&call, &ptrs).map_err(err)?).unwrap();
             }
         }
     }

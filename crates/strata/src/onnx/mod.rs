@@ -12,7 +12,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
-use crate::ops::{Attrs, OpInput, Registry};
+use crate::ops::{Attr, Attribute, Attrs, OpInput, Registry};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 
 /// A decoded model: its graph proto and opset versions by domain.
@@ -190,11 +190,59 @@ fn checked_size(name: &str, shape: &[usize], dtype: DType) -> Result<usize, Stri
     bytes.ok_or_else(|| format!("`{name}` with shape {shape:?} is larger than {MAX_BYTES} bytes"))
 }
 
+/// A node's attributes as the ops read them. Each keeps its declared
+/// kind; an UNDEFINED one takes the kind of the field that is set (an INT
+/// when none is). A TENSOR is decoded here, so a bad one is an error naming
+/// the attribute.
+pub fn attributes(list: &[proto::AttributeProto]) -> Result<Vec<Attribute>, String> {
+    use proto::attribute_proto::AttributeType as T;
+    let text = |s: &[u8]| String::from_utf8_lossy(s).into_owned();
+    list.iter()
+        .map(|a| {
+            let tensor = |t: &proto::TensorProto| {
+                tensor_from_proto(t)
+                    .map(Attr::Tensor)
+                    .map_err(|e| format!("attribute `{}`: {e}", a.name))
+            };
+            // A kind this file format version does not define reads as one no op reads.
+            let kind = T::try_from(a.r#type).unwrap_or(T::TypeProtos);
+            let value = match kind {
+                T::Int => Attr::Int(a.i),
+                T::Float => Attr::Float(a.f),
+                T::String => Attr::String(text(&a.s)),
+                T::Tensor => match &a.t {
+                    Some(t) => tensor(t)?,
+                    None => Attr::Other,
+                },
+                T::Ints => Attr::Ints(a.ints.clone()),
+                T::Floats => Attr::Floats(a.floats.clone()),
+                T::Strings => Attr::Strings(a.strings.iter().map(|s| text(s)).collect()),
+                T::Undefined if !a.floats.is_empty() => Attr::Floats(a.floats.clone()),
+                T::Undefined if !a.ints.is_empty() => Attr::Ints(a.ints.clone()),
+                T::Undefined if !a.strings.is_empty() => {
+                    Attr::Strings(a.strings.iter().map(|s| text(s)).collect())
+                }
+                T::Undefined => match &a.t {
+                    Some(t) => tensor(t)?,
+                    None if !a.s.is_empty() => Attr::String(text(&a.s)),
+                    None if a.f != 0.0 => Attr::Float(a.f),
+                    None => Attr::Int(a.i),
+                },
+                _ => Attr::Other,
+            };
+            Ok(Attribute {
+                name: a.name.clone(),
+                value,
+            })
+        })
+        .collect()
+}
+
 /// Fold a `Constant` node into a tensor.
-fn constant_value(node: &proto::NodeProto) -> Result<Tensor, String> {
-    let a = Attrs::new(&node.attribute);
-    if let Some(t) = a.tensor("value").map_err(|e| e.0)? {
-        return Ok(t);
+fn constant_value(attrs: &[Attribute]) -> Result<Tensor, String> {
+    let a = Attrs::new(attrs);
+    if let Some(t) = a.tensor("value") {
+        return Ok(t.clone());
     }
     if a.has("value_float") {
         return Ok(Tensor::f32(vec![], vec![a.float_or("value_float", 0.0)]));
@@ -329,8 +377,9 @@ pub fn import_into(
             op_type: np.op_type.clone(),
             msg,
         };
+        let attrs = attributes(&np.attribute).map_err(nerr)?;
         if np.op_type == "Constant" && crate::ops::canonical_domain(&np.domain).is_empty() {
-            let v = constant_value(np).map_err(nerr)?;
+            let v = constant_value(&attrs).map_err(nerr)?;
             let out = np
                 .output
                 .first()
@@ -366,7 +415,7 @@ pub fn import_into(
             .get(crate::ops::canonical_domain(&np.domain))
             .copied()
             .unwrap_or(i64::MAX);
-        let op = parse(&Attrs::with_opset(&np.attribute, opset)).map_err(|e| nerr(e.0))?;
+        let op = parse(&Attrs::with_opset(&attrs, opset)).map_err(|e| nerr(e.0))?;
         let mut ins = Vec::with_capacity(np.input.len());
         for i in &np.input {
             if i.is_empty() {
@@ -601,4 +650,66 @@ fn fold(
     let vals: Vec<Option<&Tensor>> = ins.iter().map(|i| i.map(|t| &g.constants[&t])).collect();
     let out_types: Vec<Option<&TensorType>> = (0..n_out).map(|k| types.get(k)).collect();
     op.eval(&vals, &out_types).map(Some).map_err(|e| e.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::attribute_proto::AttributeType as T;
+    use proto::AttributeProto;
+
+    fn attr(name: &str, ty: T, f: impl FnOnce(&mut AttributeProto)) -> AttributeProto {
+        let mut a = AttributeProto {
+            name: name.into(),
+            r#type: ty as i32,
+            ..Default::default()
+        };
+        f(&mut a);
+        a
+    }
+
+    #[test]
+    fn attributes_keep_their_kind_and_the_leniencies() {
+        let list = [
+            attr("axes", T::Int, |a| a.i = 1),
+            attr("alpha", T::Int, |a| a.i = 2),
+            attr("scales", T::Float, |a| a.f = 0.5),
+            attr("mode", T::String, |a| a.s = b"tanh".to_vec()),
+            attr("perm", T::Ints, |a| a.ints = vec![0, 2, 1]),
+            attr("guess_ints", T::Undefined, |a| a.ints = vec![3]),
+            attr("guess_float", T::Undefined, |a| a.f = 1.5),
+            attr("guess_int", T::Undefined, |a| a.i = 7),
+            attr("graph", T::Graph, |_| {}),
+            attr("unknown", T::Undefined, |a| a.r#type = 99),
+        ];
+        let v = attributes(&list).unwrap();
+        let a = Attrs::new(&v);
+        assert_eq!(a.ints("axes"), Some(vec![1]), "a single INT reads as INTS");
+        assert_eq!(a.int("axes"), Some(1));
+        assert_eq!(a.float_or("alpha", 0.0), 2.0, "an INT reads as a FLOAT");
+        assert_eq!(a.floats("scales"), Some(vec![0.5]));
+        assert_eq!(a.string_or("mode", "none"), "tanh");
+        assert_eq!(a.ints("perm"), Some(vec![0, 2, 1]));
+        assert_eq!(a.int("perm"), None, "a list is no INT");
+        assert_eq!(a.ints("guess_ints"), Some(vec![3]));
+        assert_eq!(a.float_or("guess_float", 0.0), 1.5);
+        assert_eq!(a.int("guess_int"), Some(7));
+        assert!(a.has("graph") && a.int("graph").is_none());
+        assert_eq!(a.get("unknown"), Some(&Attr::Other));
+        assert!(!a.has("missing"));
+    }
+
+    #[test]
+    fn a_bad_tensor_attribute_is_an_error_naming_it() {
+        let bad = attr("value", T::Tensor, |a| {
+            a.t = Some(proto::TensorProto {
+                dims: vec![2],
+                data_type: 1,
+                float_data: vec![1.0],
+                ..Default::default()
+            })
+        });
+        let e = attributes(&[bad]).unwrap_err();
+        assert!(e.contains("attribute `value`"), "{e}");
+    }
 }

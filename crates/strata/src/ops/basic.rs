@@ -1,7 +1,9 @@
 //! Gemm, Relu/ReluGrad, the view ops, and the reductions.
 
-use super::util::{grad_pair_emit, grad_pair_eval, grad_pair_type, norm_axis};
-use super::{arg, boxed, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::util::{grad_pair_calls, grad_pair_eval, grad_pair_type, norm_axis};
+use super::{
+    arg, boxed, req, Alias, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -226,45 +228,40 @@ impl Op for Gemm {
         })])
     }
 
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let a = cx.input(0)?.clone();
-        let b = cx.input(1)?.clone();
-        let c = cx.opt_input(2).cloned();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (a, b) = (k.input(0)?, k.input(1)?);
         let d = self.dims(
-            &a.ty.shape,
-            &b.ty.shape,
-            c.as_ref().map(|c| c.ty.shape.as_slice()),
+            &a.shape,
+            &b.shape,
+            k.opt_input(2).map(|c| c.shape.as_slice()),
         )?;
         let (sam, sak, sbk, sbn) = self.mat_strides(&d);
         let (cr, cc) = d.c.unwrap_or((0, 0));
-        let y = cx.output(0)?.expr.clone();
-        let pad = super::util::pad8;
-        cx.kernel(
+        Ok(vec![KernelCall::new(
             "st_gemm",
-            &[
-                ("a", a.expr),
-                ("b", b.expr),
-                ("c", EmitCx::ptr_or_null(c.as_ref())),
-                ("y", y),
-                ("m", d.m.to_string()),
-                ("n", d.n.to_string()),
-                ("k", d.k.to_string()),
-                ("sam", sam.to_string()),
-                ("sak", sak.to_string()),
-                ("sbk", sbk.to_string()),
-                ("sbn", sbn.to_string()),
-                ("scm", cr.to_string()),
-                ("scn", cc.to_string()),
-                ("alpha", super::c_float(self.alpha)),
-                ("beta", super::c_float(self.beta)),
-                ("nbd", d.batch.len().to_string()),
-                ("bdims", pad(&d.batch, 1)),
-                ("sa", pad(&d.sa, 0)),
-                ("sb", pad(&d.sb, 0)),
-                ("sc", pad(&d.sc, 0)),
+            vec![
+                ("a", Arg::input(0)),
+                ("b", Arg::input(1)),
+                ("c", Arg::opt_input(2)),
+                ("y", Arg::output(0)),
+                ("m", Arg::int(d.m)),
+                ("n", Arg::int(d.n)),
+                ("k", Arg::int(d.k)),
+                ("sam", Arg::int(sam)),
+                ("sak", Arg::int(sak)),
+                ("sbk", Arg::int(sbk)),
+                ("sbn", Arg::int(sbn)),
+                ("scm", Arg::int(cr)),
+                ("scn", Arg::int(cc)),
+                ("alpha", Arg::Float(self.alpha)),
+                ("beta", Arg::Float(self.beta)),
+                ("nbd", Arg::int(d.batch.len())),
+                ("bdims", Arg::dims8(&d.batch, 1)),
+                ("sa", Arg::dims8(&d.sa, 0)),
+                ("sb", Arg::dims8(&d.sb, 0)),
+                ("sc", Arg::dims8(&d.sc, 0)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -292,14 +289,16 @@ impl Op for Relu {
             Tensor::real::<R>(x.shape.clone(), y)
         })])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        Ok(vec![KernelCall::new(
             "st_relu",
-            &[("x", x.expr), ("y", y), ("n", x.ty.numel().to_string())],
-        );
-        Ok(())
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("n", Arg::int(n)),
+            ],
+        )])
     }
     fn may_overwrite(&self) -> Vec<(usize, usize)> {
         vec![(0, 0)]
@@ -320,8 +319,8 @@ impl Op for ReluGrad {
     ) -> Result<Vec<Tensor>, OpError> {
         crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |g, x| if x > R::ZERO { g } else { R::ZERO }))
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        grad_pair_emit(cx, "st_relu_grad", "x", &[])
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        grad_pair_calls(k, "st_relu_grad", "x", vec![])
     }
     fn may_overwrite(&self) -> Vec<(usize, usize)> {
         vec![(0, 0), (0, 1)]
@@ -481,8 +480,8 @@ impl Op for View {
             data: x.data.clone(),
         }])
     }
-    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
-        Ok(())
+    fn kernel_calls(&self, _: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        Ok(Vec::new())
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![Alias::view(0, 0)]
@@ -637,46 +636,32 @@ impl Op for Reduce {
             Tensor::real::<R>(p.out_shape.clone(), y)
         })])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let p = self.plan_of(&x.ty, cx.opt_input(1).and_then(|o| o.value.as_ref()))?;
-        emit_reduce(
-            cx,
-            &x.expr,
-            &cx.output(0)?.expr.clone(),
-            &p,
-            self.kind == ReduceKind::Mean,
-        )
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let p = self.plan_of(k.input(0)?, k.value(1))?;
+        Ok(vec![reduce_call(&p, self.kind == ReduceKind::Mean)?])
     }
 }
 
-/// Emit an `st_reduce` call for a resolved reduction plan.
-pub fn emit_reduce(
-    cx: &mut EmitCx<'_>,
-    x: &str,
-    y: &str,
-    p: &ReducePlan,
-    mean: bool,
-) -> Result<(), OpError> {
+/// The `st_reduce` call of a reduction plan: input 0 into output 0.
+pub fn reduce_call(p: &ReducePlan, mean: bool) -> Result<KernelCall, OpError> {
     ensure!(
         p.kept_dims.len() <= 8 && p.red_dims.len() <= 8,
         "reductions support rank <= 8"
     );
-    cx.kernel(
+    Ok(KernelCall::new(
         "st_reduce",
-        &[
-            ("x", x.to_string()),
-            ("y", y.to_string()),
-            ("n_kept", p.kept_dims.len().to_string()),
-            ("kept_dims", super::util::pad8(&p.kept_dims, 1)),
-            ("kept_strides", super::util::pad8(&p.kept_strides, 1)),
-            ("n_red", p.red_dims.len().to_string()),
-            ("red_dims", super::util::pad8(&p.red_dims, 1)),
-            ("red_strides", super::util::pad8(&p.red_strides, 1)),
-            ("mean", (mean as u8).to_string()),
+        vec![
+            ("x", Arg::input(0)),
+            ("y", Arg::output(0)),
+            ("n_kept", Arg::int(p.kept_dims.len())),
+            ("kept_dims", Arg::dims8(&p.kept_dims, 1)),
+            ("kept_strides", Arg::dims8(&p.kept_strides, 1)),
+            ("n_red", Arg::int(p.red_dims.len())),
+            ("red_dims", Arg::dims8(&p.red_dims, 1)),
+            ("red_strides", Arg::dims8(&p.red_strides, 1)),
+            ("mean", Arg::int(mean as u8)),
         ],
-    );
-    Ok(())
+    ))
 }
 
 // ---------------------------------------------------------------- Shape
@@ -718,7 +703,7 @@ impl Op for Shape {
         let d = self.dims(&arg(inputs, 0)?.shape);
         Ok(vec![Tensor::i64(vec![d.len()], d)])
     }
-    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
+    fn kernel_calls(&self, _: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         Err(op_err!(
             "internal: Shape is folded at import and never emitted"
         ))

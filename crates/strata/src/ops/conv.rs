@@ -9,7 +9,9 @@
 //! reference kernels below repeat their loops and f32 accumulation order.
 
 use super::util::Psum;
-use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -72,13 +74,12 @@ impl Geom {
     pub fn cog(&self) -> usize {
         self.cout / self.group
     }
-    /// The `st_geom` initializer.
-    pub fn c_init(&self) -> String {
-        let v = [
+    /// The runtime's `st_geom` record: the fields in its order.
+    pub fn record(&self) -> Arg {
+        Arg::dims(&[
             self.n, self.cin, self.h, self.w, self.cout, self.oh, self.ow, self.kh, self.kw,
             self.sh, self.sw, self.pt, self.pl, self.group,
-        ];
-        super::util::c_array(&v)
+        ])
     }
     fn shape(&self, c: usize, h: usize, w: usize) -> Vec<usize> {
         if self.nsp == 1 {
@@ -494,19 +495,23 @@ impl Op for Conv {
             Ok(vec![Tensor::real::<R>(g.y_shape(), y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let w = cx.input(1)?.clone();
-        let g = conv_geom(&self.win, self.group, &x.ty.shape, &w.ty.shape)?;
-        let fields = [
-            ("x", x.expr),
-            ("w", w.expr),
-            ("b", EmitCx::ptr_or_null(cx.opt_input(2))),
-            ("y", cx.output(0)?.expr.clone()),
-            ("g", g.c_init()),
-        ];
-        cx.kernel("st_conv", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let g = conv_geom(
+            &self.win,
+            self.group,
+            &k.input(0)?.shape,
+            &k.input(1)?.shape,
+        )?;
+        Ok(vec![KernelCall::new(
+            "st_conv",
+            vec![
+                ("x", Arg::input(0)),
+                ("w", Arg::input(1)),
+                ("b", Arg::opt_input(2)),
+                ("y", Arg::output(0)),
+                ("g", g.record()),
+            ],
+        )])
     }
 }
 
@@ -704,43 +709,58 @@ impl Op for ConvGrad {
             Ok(out)
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let shapes: Vec<Option<Vec<usize>>> = cx
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let shapes: Vec<Option<&[usize]>> = k
             .inputs
             .iter()
-            .map(|o| o.as_ref().map(|o| o.ty.shape.clone()))
+            .map(|o| o.map(|o| o.ty.shape.as_slice()))
             .collect();
-        let shapes: Vec<Option<&[usize]>> = shapes.iter().map(|s| s.as_deref()).collect();
-        let dx = cx.opt_output(0).map(|o| o.ty.shape.clone());
-        let g = self.geom(&shapes, dx.as_deref())?;
-        let dy = cx.input(0)?.expr.clone();
+        let g = self.geom(&shapes, k.opt_output(0).map(|o| o.shape.as_slice()))?;
+        k.input(0)?;
         let (xi, wi) = self.x_w_inputs();
-        for k in 0..cx.outputs.len() {
-            let Some(out) = cx.opt_output(k).map(|o| o.expr.clone()) else {
+        let mut calls = Vec::new();
+        for o in 0..k.outputs.len() {
+            if k.opt_output(o).is_none() {
                 continue;
-            };
-            match self.wrt(k) {
+            }
+            calls.push(match self.wrt(o) {
                 Some(Wrt::X) => {
-                    let w = cx.input(wi.unwrap())?.expr.clone();
-                    cx.kernel(
+                    let w = wi.unwrap();
+                    k.input(w)?;
+                    KernelCall::new(
                         "st_conv_grad_x",
-                        &[("dy", dy.clone()), ("w", w), ("dx", out), ("g", g.c_init())],
-                    );
+                        vec![
+                            ("dy", Arg::input(0)),
+                            ("w", Arg::input(w)),
+                            ("dx", Arg::output(o)),
+                            ("g", g.record()),
+                        ],
+                    )
                 }
                 Some(Wrt::W) => {
-                    let x = cx.input(xi.unwrap())?.expr.clone();
-                    cx.kernel(
+                    let x = xi.unwrap();
+                    k.input(x)?;
+                    KernelCall::new(
                         "st_conv_grad_w",
-                        &[("dy", dy.clone()), ("x", x), ("dw", out), ("g", g.c_init())],
-                    );
+                        vec![
+                            ("dy", Arg::input(0)),
+                            ("x", Arg::input(x)),
+                            ("dw", Arg::output(o)),
+                            ("g", g.record()),
+                        ],
+                    )
                 }
-                Some(Wrt::B) => cx.kernel(
+                Some(Wrt::B) => KernelCall::new(
                     "st_conv_grad_b",
-                    &[("dy", dy.clone()), ("db", out), ("g", g.c_init())],
+                    vec![
+                        ("dy", Arg::input(0)),
+                        ("db", Arg::output(o)),
+                        ("g", g.record()),
+                    ],
                 ),
-                None => return Err(op_err!("has no output {k}")),
-            }
+                None => return Err(op_err!("has no output {o}")),
+            });
         }
-        Ok(())
+        Ok(calls)
     }
 }

@@ -7,12 +7,12 @@
 //! order and each operand is read through its broadcast strides (0 on a
 //! broadcast dimension), rank <= 8. Int64 operands are accepted by the
 //! reference kernel only, so shape arithmetic on constants folds at import;
-//! emitting C for them is refused.
+//! describing C kernel calls for them is refused.
 
 use super::util::{
-    broadcast_shape, broadcast_strides, c_array, grad_pair_emit, grad_pair_eval, grad_pair_type,
+    broadcast_shape, broadcast_strides, grad_pair_calls, grad_pair_eval, grad_pair_type,
 };
-use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
 use crate::tensor::Real;
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -178,40 +178,30 @@ impl Op for Binary {
         Ok(vec![Tensor { shape: out, data }])
     }
 
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let a = cx.input(0)?.clone();
-        let b = cx.input(1)?.clone();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (a, b) = (k.input(0)?, k.input(1)?);
         ensure!(
-            a.ty.dtype == DType::F32,
+            a.dtype == DType::F32,
             "{}: C kernels are float32 only; {} would have to fold at import",
             self.0.name(),
-            a.ty
+            a
         );
-        let y = cx.output(0)?.clone();
-        let out = y.ty.shape.clone();
-        let pad = |v: Vec<usize>| {
-            let mut v = v;
-            v.resize(MAX_RANK, 0);
-            c_array(&v)
-        };
-        let sa = broadcast_strides(&a.ty.shape, &out);
-        let sb = broadcast_strides(&b.ty.shape, &out);
-        let mut dims = out.clone();
-        dims.resize(MAX_RANK, 1);
-        cx.kernel(
+        let out = &k.output(0)?.shape;
+        let sa = broadcast_strides(&a.shape, out);
+        let sb = broadcast_strides(&b.shape, out);
+        Ok(vec![KernelCall::new(
             "st_binary",
-            &[
-                ("a", a.expr),
-                ("b", b.expr),
-                ("y", y.expr),
-                ("op", self.0.code().to_string()),
-                ("rank", out.len().to_string()),
-                ("dims", c_array(&dims)),
-                ("sa", pad(sa)),
-                ("sb", pad(sb)),
+            vec![
+                ("a", Arg::input(0)),
+                ("b", Arg::input(1)),
+                ("y", Arg::output(0)),
+                ("op", Arg::int(self.0.code())),
+                ("rank", Arg::int(out.len())),
+                ("dims", Arg::dims8(out, 1)),
+                ("sa", Arg::dims8(&sa, 0)),
+                ("sb", Arg::dims8(&sb, 0)),
             ],
-        );
-        Ok(())
+        )])
     }
     fn may_overwrite(&self) -> Vec<(usize, usize)> {
         vec![(0, 0), (0, 1)]
@@ -325,20 +315,18 @@ impl Op for Unary {
             Tensor::real::<R>(x.shape.clone(), y)
         })])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        Ok(vec![KernelCall::new(
             "st_unary",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("op", self.0.code().to_string()),
-                ("n", x.ty.numel().to_string()),
-                ("alpha", super::c_float(self.0.alpha())),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("op", Arg::int(self.0.code())),
+                ("n", Arg::int(n)),
+                ("alpha", Arg::Float(self.0.alpha())),
             ],
-        );
-        Ok(())
+        )])
     }
     fn may_overwrite(&self) -> Vec<(usize, usize)> {
         vec![(0, 0)]
@@ -398,13 +386,13 @@ impl Op for ActGrad {
     ) -> Result<Vec<Tensor>, OpError> {
         crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |d, y| self.apply(d, y)))
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         let (op, alpha) = self.code();
-        grad_pair_emit(
-            cx,
+        grad_pair_calls(
+            k,
             "st_act_grad",
             "y",
-            &[("op", op.to_string()), ("alpha", super::c_float(alpha))],
+            vec![("op", Arg::int(op)), ("alpha", Arg::Float(alpha))],
         )
     }
     fn may_overwrite(&self) -> Vec<(usize, usize)> {

@@ -1,7 +1,7 @@
 //! Losses and their gradients: softmax cross-entropy (ONNX forward, ORT and
 //! Onnx4Deeploy gradient spellings) and the fused mean-squared error.
 
-use super::{arg, boxed, c_float, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -199,32 +199,25 @@ impl Op for Sce {
             Ok(vec![loss, Tensor::real::<R>(vec![b, c], logp)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let s = cx.input(0)?.clone();
-        let (b, c) = (s.ty.shape[0], s.ty.shape[1]);
-        let labels = cx.input(1)?.clone();
-        let fields = vec![
-            ("x", s.expr),
-            ("labels", labels.expr),
-            (
-                "label_i32",
-                ((labels.ty.dtype == DType::I32) as u8).to_string(),
-            ),
-            ("weight", EmitCx::ptr_or_null(cx.opt_input(2))),
-            ("loss", EmitCx::ptr_or_null(cx.opt_output(0))),
-            ("logp", EmitCx::ptr_or_null(cx.opt_output(1))),
-            ("b", b.to_string()),
-            ("c", c.to_string()),
-            ("reduction", self.reduction.code().to_string()),
-            (
-                "ignore_index",
-                self.ignore_index
-                    .map(|i| format!("{i}LL"))
-                    .unwrap_or("ST_NO_IGNORE".into()),
-            ),
-        ];
-        cx.kernel("st_sce_loss", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let s = k.input(0)?;
+        let (b, c) = (s.shape[0], s.shape[1]);
+        let labels = k.input(1)?;
+        Ok(vec![KernelCall::new(
+            "st_sce_loss",
+            vec![
+                ("x", Arg::input(0)),
+                ("labels", Arg::input(1)),
+                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
+                ("weight", Arg::opt_input(2)),
+                ("loss", Arg::opt_output(0)),
+                ("logp", Arg::opt_output(1)),
+                ("b", Arg::int(b)),
+                ("c", Arg::int(c)),
+                ("reduction", Arg::int(self.reduction.code())),
+                ("ignore_index", Arg::Index(self.ignore_index)),
+            ],
+        )])
     }
 }
 
@@ -329,50 +322,35 @@ impl Op for SceGrad {
             Ok(vec![Tensor::real::<R>(vec![b, c], out)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let types: Vec<_> = cx
-            .inputs
-            .iter()
-            .map(|o| o.as_ref().map(|o| o.ty.clone()))
-            .collect();
-        let refs: Vec<_> = types.iter().map(|t| t.as_ref()).collect();
-        let g = grad_args(&refs)?;
-        let logp = cx.input(g.logp)?.clone();
-        let labels = cx.input(g.label)?.clone();
-        let fields = vec![
-            (
-                "dy",
-                g.dy.map(|d| cx.input(d).map(|o| o.expr.clone()))
-                    .transpose()?
-                    .unwrap_or("NULL".into()),
-            ),
-            ("logp", logp.expr),
-            ("labels", labels.expr),
-            (
-                "label_i32",
-                ((labels.ty.dtype == DType::I32) as u8).to_string(),
-            ),
-            (
-                "weight",
-                g.weight
-                    .map(|w| cx.input(w).map(|o| o.expr.clone()))
-                    .transpose()?
-                    .unwrap_or("NULL".into()),
-            ),
-            ("dx", cx.output(0)?.expr.clone()),
-            ("b", logp.ty.shape[0].to_string()),
-            ("c", logp.ty.shape[1].to_string()),
-            ("reduction", self.0.reduction.code().to_string()),
-            (
-                "ignore_index",
-                self.0
-                    .ignore_index
-                    .map(|i| format!("{i}LL"))
-                    .unwrap_or("ST_NO_IGNORE".into()),
-            ),
-        ];
-        cx.kernel("st_sce_loss_grad", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let types: Vec<_> = k.inputs.iter().map(|o| o.map(|o| o.ty)).collect();
+        let g = grad_args(&types)?;
+        let logp = k.input(g.logp)?;
+        let labels = k.input(g.label)?;
+        let present = |i: Option<usize>| -> Result<Arg, OpError> {
+            Ok(match i {
+                Some(i) => {
+                    k.input(i)?;
+                    Arg::input(i)
+                }
+                None => Arg::Null,
+            })
+        };
+        Ok(vec![KernelCall::new(
+            "st_sce_loss_grad",
+            vec![
+                ("dy", present(g.dy)?),
+                ("logp", Arg::input(g.logp)),
+                ("labels", Arg::input(g.label)),
+                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
+                ("weight", present(g.weight)?),
+                ("dx", Arg::output(0)),
+                ("b", Arg::int(logp.shape[0])),
+                ("c", Arg::int(logp.shape[1])),
+                ("reduction", Arg::int(self.0.reduction.code())),
+                ("ignore_index", Arg::Index(self.0.ignore_index)),
+            ],
+        )])
     }
 }
 
@@ -411,16 +389,18 @@ impl Op for Mse {
             Ok(vec![Tensor::real::<R>(vec![], vec![acc / R::from_usize(p.len())])])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let p = cx.input(0)?.clone();
-        let fields = [
-            ("p", p.expr),
-            ("t", cx.input(1)?.expr.clone()),
-            ("loss", cx.output(0)?.expr.clone()),
-            ("n", p.ty.numel().to_string()),
-        ];
-        cx.kernel("st_mse_loss", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        k.input(1)?;
+        Ok(vec![KernelCall::new(
+            "st_mse_loss",
+            vec![
+                ("p", Arg::input(0)),
+                ("t", Arg::input(1)),
+                ("loss", Arg::output(0)),
+                ("n", Arg::int(n)),
+            ],
+        )])
     }
 }
 
@@ -450,17 +430,18 @@ impl Op for MseGrad {
             Ok(vec![Tensor::real::<R>(p.shape.clone(), v)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let p = cx.input(0)?.clone();
-        let n = p.ty.numel();
-        let fields = [
-            ("p", p.expr),
-            ("t", cx.input(1)?.expr.clone()),
-            ("dp", cx.output(0)?.expr.clone()),
-            ("n", n.to_string()),
-            ("scale", c_float(2.0 / n as f32)),
-        ];
-        cx.kernel("st_mse_loss_grad", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        k.input(1)?;
+        Ok(vec![KernelCall::new(
+            "st_mse_loss_grad",
+            vec![
+                ("p", Arg::input(0)),
+                ("t", Arg::input(1)),
+                ("dp", Arg::output(0)),
+                ("n", Arg::int(n)),
+                ("scale", Arg::Float(2.0 / n as f32)),
+            ],
+        )])
     }
 }

@@ -1,8 +1,10 @@
-//! Operators: for each op, a shape rule, a reference kernel, and the C it
-//! emits into the project's runtime. Ops are looked up in a [`Registry`]
-//! keyed by (domain, op_type); the importer turns each ONNX node's
-//! attributes into a boxed [`Op`] through it, so an unknown op or an
-//! unsupported attribute fails at import with the node's name.
+//! Operators: for each op, a shape rule, a reference kernel, and the runtime
+//! kernel calls that compute it. Ops are looked up in a [`Registry`]
+//! keyed by (domain, op_type); the importer hands each node's attributes
+//! over as neutral [`Attribute`]s (no protobuf types here) and gets a boxed
+//! [`Op`] through it, so an unknown op or an unsupported attribute fails at
+//! import with the node's name. Ops know nothing of any back end: they
+//! describe their kernel calls as data ([`KernelCall`]).
 //!
 //! Conventions every op follows:
 //! - `infer` gets every input's type and, when it is a compile-time constant,
@@ -16,7 +18,9 @@
 //!   oracle). Sums that feed statistics and gradients are pairwise
 //!   ([`util::Psum`], `st_psum`). It returns one tensor per output position
 //!   (`Tensor::absent()` where the output is not requested).
-//! - `emit` calls one or more runtime kernels through [`EmitCx::kernel`].
+//! - `kernel_calls` describes, as data ([`call::KernelCall`]), the runtime
+//!   kernels that compute the node (or one tile of it) on its operands; the
+//!   back ends spell them (the C back end: an argument struct and a fork).
 //! - `aliases` names outputs that share storage with an input: views
 //!   (Reshape and friends: no code at all) and in-place updates
 //!   (accumulators, SGD, running statistics).
@@ -24,12 +28,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::onnx::proto::AttributeProto;
 use crate::tensor::{Tensor, TensorType};
 
-pub use crate::codegen::cx::{c_float, EmitCx, Operand};
+pub use attr::{Attr, Attribute, Attrs};
+pub use call::{Arg, KernelCall, Operands, Slot};
 
+pub mod attr;
 pub mod basic;
+pub mod call;
 pub mod conv;
 pub mod elementwise;
 pub mod loss;
@@ -138,7 +144,7 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
     /// (`None` where it declares nothing complete). Only ops whose outputs
     /// the inputs do not determine use it: a strided ConvGradX's dX size,
     /// which dY alone cannot say, comes from the declaration when it is one
-    /// of the sizes that give dY. `eval` and `emit` then see that size in
+    /// of the sizes that give dY. `eval` and `kernel_calls` then see that size in
     /// their output types.
     fn infer_declared(
         &self,
@@ -154,8 +160,9 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
         inputs: &[Option<&Tensor>],
         outputs: &[Option<&TensorType>],
     ) -> Result<Vec<Tensor>, OpError>;
-    /// Emit the C for this node.
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError>;
+    /// The runtime kernel calls that compute this node (or a tile of it:
+    /// `k` holds the tile's operand types), in order.
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError>;
     /// The output's value when it follows from the input types alone (`Shape`).
     fn static_value(&self, _inputs: &[Option<&TensorType>]) -> Option<Tensor> {
         None
@@ -171,86 +178,6 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
     /// (`Program::reuse`); the op's meaning does not change.
     fn may_overwrite(&self) -> Vec<(usize, usize)> {
         Vec::new()
-    }
-}
-
-/// A node's attributes, with typed getters that name the attribute on error.
-pub struct Attrs<'a> {
-    pub list: &'a [AttributeProto],
-    /// The opset version of the node's domain (`i64::MAX` when unknown: newest semantics).
-    pub opset: i64,
-}
-
-impl<'a> Attrs<'a> {
-    pub fn new(list: &'a [AttributeProto]) -> Self {
-        Attrs {
-            list,
-            opset: i64::MAX,
-        }
-    }
-    pub fn with_opset(list: &'a [AttributeProto], opset: i64) -> Self {
-        Attrs { list, opset }
-    }
-    fn get(&self, name: &str) -> Option<&'a AttributeProto> {
-        self.list.iter().find(|a| a.name == name)
-    }
-    pub fn has(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-    pub fn int(&self, name: &str) -> Option<i64> {
-        self.get(name).map(|a| a.i)
-    }
-    pub fn int_or(&self, name: &str, default: i64) -> i64 {
-        self.int(name).unwrap_or(default)
-    }
-    pub fn float_or(&self, name: &str, default: f32) -> f32 {
-        self.get(name).map(|a| a.f).unwrap_or(default)
-    }
-    /// A list attribute; a single INT where INTS is expected (the peer's
-    /// `Squeeze` axes, even at opset 13+) reads as a one-element list.
-    pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
-        use crate::onnx::proto::attribute_proto::AttributeType;
-        self.get(name).map(|a| {
-            if a.ints.is_empty() && a.r#type == AttributeType::Int as i32 {
-                vec![a.i]
-            } else {
-                a.ints.clone()
-            }
-        })
-    }
-    /// A list attribute; a single FLOAT reads as a one-element list.
-    pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
-        use crate::onnx::proto::attribute_proto::AttributeType;
-        self.get(name).map(|a| {
-            if a.floats.is_empty() && a.r#type == AttributeType::Float as i32 {
-                vec![a.f]
-            } else {
-                a.floats.clone()
-            }
-        })
-    }
-    pub fn string(&self, name: &str) -> Option<String> {
-        self.get(name)
-            .map(|a| String::from_utf8_lossy(&a.s).into_owned())
-    }
-    pub fn string_or(&self, name: &str, default: &str) -> String {
-        self.string(name).unwrap_or_else(|| default.to_string())
-    }
-    pub fn tensor(&self, name: &str) -> Result<Option<Tensor>, OpError> {
-        match self.get(name).and_then(|a| a.t.as_ref()) {
-            None => Ok(None),
-            Some(t) => crate::onnx::tensor_from_proto(t)
-                .map(Some)
-                .map_err(|e| op_err!("attribute `{name}`: {e}")),
-        }
-    }
-    /// Reject an attribute value the op does not implement.
-    pub fn reject_if(&self, cond: bool, what: &str) -> Result<(), OpError> {
-        if cond {
-            Err(op_err!("unsupported: {what}"))
-        } else {
-            Ok(())
-        }
     }
 }
 

@@ -9,7 +9,9 @@
 //! cores; the reference kernels repeat their loops and f32 arithmetic.
 
 use super::util::Psum;
-use super::{arg, boxed, c_float, req, Alias, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{
+    arg, boxed, req, Alias, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::ensure;
 use crate::tensor::{DType, Real, Tensor, TensorType};
 
@@ -179,29 +181,31 @@ impl Op for BatchNormTrain {
                 .collect())
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let (n, c, sp) = bn_dims(&x.ty.shape)?;
-        let out = |k: usize| EmitCx::ptr_or_null(cx.opt_output(k));
-        let fields = [
-            ("x", x.expr.clone()),
-            ("scale", cx.input(1)?.expr.clone()),
-            ("b", cx.input(2)?.expr.clone()),
-            ("rm", cx.input(3)?.expr.clone()),
-            ("rv", cx.input(4)?.expr.clone()),
-            ("y", out(0)),
-            ("rm_out", out(1)),
-            ("rv_out", out(2)),
-            ("smean", out(3)),
-            ("sinv", out(4)),
-            ("n", n.to_string()),
-            ("c", c.to_string()),
-            ("sp", sp.to_string()),
-            ("eps", c_float(self.eps)),
-            ("mom", c_float(self.momentum)),
-        ];
-        cx.kernel("st_bn_train", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (n, c, sp) = bn_dims(&k.input(0)?.shape)?;
+        for i in 1..5 {
+            k.input(i)?;
+        }
+        Ok(vec![KernelCall::new(
+            "st_bn_train",
+            vec![
+                ("x", Arg::input(0)),
+                ("scale", Arg::input(1)),
+                ("b", Arg::input(2)),
+                ("rm", Arg::input(3)),
+                ("rv", Arg::input(4)),
+                ("y", Arg::opt_output(0)),
+                ("rm_out", Arg::opt_output(1)),
+                ("rv_out", Arg::opt_output(2)),
+                ("smean", Arg::opt_output(3)),
+                ("sinv", Arg::opt_output(4)),
+                ("n", Arg::int(n)),
+                ("c", Arg::int(c)),
+                ("sp", Arg::int(sp)),
+                ("eps", Arg::Float(self.eps)),
+                ("mom", Arg::Float(self.momentum)),
+            ],
+        )])
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![Alias::in_place(1, 3), Alias::in_place(2, 4)]
@@ -292,24 +296,26 @@ impl Op for BatchNormGrad {
                 .collect())
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(1)?.clone();
-        let (n, c, sp) = bn_dims(&x.ty.shape)?;
-        let out = |k: usize| EmitCx::ptr_or_null(cx.opt_output(k));
-        let fields = [
-            ("dy", cx.input(0)?.expr.clone()),
-            ("x", x.expr.clone()),
-            ("scale", cx.input(2)?.expr.clone()),
-            ("mean", cx.input(3)?.expr.clone()),
-            ("inv", cx.input(4)?.expr.clone()),
-            ("dx", out(0)),
-            ("dscale", out(1)),
-            ("dbias", out(2)),
-            ("n", n.to_string()),
-            ("c", c.to_string()),
-            ("sp", sp.to_string()),
-        ];
-        cx.kernel("st_bn_grad", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (n, c, sp) = bn_dims(&k.input(1)?.shape)?;
+        for i in [0, 2, 3, 4] {
+            k.input(i)?;
+        }
+        Ok(vec![KernelCall::new(
+            "st_bn_grad",
+            vec![
+                ("dy", Arg::input(0)),
+                ("x", Arg::input(1)),
+                ("scale", Arg::input(2)),
+                ("mean", Arg::input(3)),
+                ("inv", Arg::input(4)),
+                ("dx", Arg::opt_output(0)),
+                ("dscale", Arg::opt_output(1)),
+                ("dbias", Arg::opt_output(2)),
+                ("n", Arg::int(n)),
+                ("c", Arg::int(c)),
+                ("sp", Arg::int(sp)),
+            ],
+        )])
     }
 }

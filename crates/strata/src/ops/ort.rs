@@ -4,9 +4,9 @@
 //! (gradients of tensors with several consumers) and `com.microsoft
 //! FusedMatMul` (MatMul gradients with transposed operands).
 
+use super::util::f32_in;
 use super::util::{broadcast_shape, broadcast_strides};
-use super::util::{f32_in, pad8};
-use super::{arg, boxed, req, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -112,28 +112,26 @@ impl Op for Expand {
             Ok(vec![Tensor::real::<R>(out, y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let x = k.input(0)?;
         ensure!(
-            x.ty.dtype == DType::F32,
+            x.dtype == DType::F32,
             "Expand: only float32 is emitted, found {}",
-            x.ty
+            x
         );
-        let y = cx.output(0)?.clone();
-        let out = y.ty.shape.clone();
-        let xs = broadcast_strides(&x.ty.shape, &out);
-        cx.kernel(
+        let y = k.output(0)?;
+        let xs = broadcast_strides(&x.shape, &y.shape);
+        Ok(vec![KernelCall::new(
             "st_expand",
-            &[
-                ("x", x.expr),
-                ("y", y.expr),
-                ("rank", out.len().to_string()),
-                ("dims", pad8(&out, 1)),
-                ("xs", pad8(&xs, 0)),
-                ("n", y.ty.numel().to_string()),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("rank", Arg::int(y.shape.len())),
+                ("dims", Arg::dims8(&y.shape, 1)),
+                ("xs", Arg::dims8(&xs, 0)),
+                ("n", Arg::int(y.numel())),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -191,27 +189,25 @@ impl Op for Scale {
             )])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let s = cx.input(1)?.clone();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        k.input(1)?;
         // A constant scale becomes the exact factor; a run-time one is read
         // (and inverted) when the kernel is called, as `factor` does.
-        let f = match &s.value {
-            Some(v) => super::c_float(self.factor(v)),
-            None if self.down => format!("1.0f / {}[0]", s.expr),
-            None => format!("{}[0]", s.expr),
+        let f = match k.value(1) {
+            Some(v) => Arg::Float(self.factor::<f32>(v)),
+            None if self.down => Arg::InvFirst(1),
+            None => Arg::First(1),
         };
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+        Ok(vec![KernelCall::new(
             "st_scale",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("n", x.ty.numel().to_string()),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("n", Arg::int(n)),
                 ("f", f),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -236,7 +232,7 @@ impl Op for Size {
             vec![arg(inputs, 0)?.numel() as i64],
         )])
     }
-    fn emit(&self, _: &mut EmitCx<'_>) -> Result<(), OpError> {
+    fn kernel_calls(&self, _: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         Err(op_err!("Size is folded at import; it emits no code"))
     }
     fn static_value(&self, inputs: &[Option<&TensorType>]) -> Option<Tensor> {
@@ -284,23 +280,21 @@ impl Op for Sum {
             Ok(vec![Tensor::real::<R>(x0.shape.clone(), y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let n_in = cx.inputs.len();
-        let mut xs = Vec::with_capacity(n_in);
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n_in = k.inputs.len();
         for i in 0..n_in {
-            xs.push(cx.input(i)?.expr.clone());
+            k.input(i)?;
         }
-        let y = cx.output(0)?.clone();
-        cx.kernel(
+        let y = k.output(0)?;
+        Ok(vec![KernelCall::new(
             "st_sum",
-            &[
-                ("x", format!("{{{}}}", xs.join(", "))),
-                ("k", n_in.to_string()),
-                ("y", y.expr),
-                ("n", y.ty.numel().to_string()),
+            vec![
+                ("x", Arg::Ptrs((0..n_in).collect())),
+                ("k", Arg::int(n_in)),
+                ("y", Arg::output(0)),
+                ("n", Arg::int(y.numel())),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -411,31 +405,27 @@ impl Op for FusedMatMul {
             Ok(vec![Tensor::real::<R>(p.out_shape, y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let a = cx.input(0)?.clone();
-        let b = cx.input(1)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        let p = self.plan(&a.ty.shape, &b.ty.shape)?;
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let p = self.plan(&k.input(0)?.shape, &k.input(1)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_fused_matmul",
-            &[
-                ("a", a.expr),
-                ("b", b.expr),
-                ("y", y),
-                ("nbd", p.batch.len().to_string()),
-                ("bdims", pad8(&p.batch, 1)),
-                ("sa", pad8(&p.sa, 0)),
-                ("sb", pad8(&p.sb, 0)),
-                ("m", p.m.to_string()),
-                ("n", p.n.to_string()),
-                ("k", p.k.to_string()),
-                ("am", p.am.to_string()),
-                ("ak", p.ak.to_string()),
-                ("bk", p.bk.to_string()),
-                ("bn", p.bn.to_string()),
-                ("alpha", super::c_float(self.alpha)),
+            vec![
+                ("a", Arg::input(0)),
+                ("b", Arg::input(1)),
+                ("y", Arg::output(0)),
+                ("nbd", Arg::int(p.batch.len())),
+                ("bdims", Arg::dims8(&p.batch, 1)),
+                ("sa", Arg::dims8(&p.sa, 0)),
+                ("sb", Arg::dims8(&p.sb, 0)),
+                ("m", Arg::int(p.m)),
+                ("n", Arg::int(p.n)),
+                ("k", Arg::int(p.k)),
+                ("am", Arg::int(p.am)),
+                ("ak", Arg::int(p.ak)),
+                ("bk", Arg::int(p.bk)),
+                ("bn", Arg::int(p.bn)),
+                ("alpha", Arg::Float(self.alpha)),
             ],
-        );
-        Ok(())
+        )])
     }
 }

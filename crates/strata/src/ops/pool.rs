@@ -10,7 +10,9 @@
 //! `onnx::import_into`).
 
 use super::conv::{geom, in_extent, nchw, tap_out, Geom, Win2, Window};
-use super::{arg, boxed, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -98,15 +100,15 @@ impl PlaneAt {
             (self.n0 + p / cin) * self.channels + self.c0 + p % cin
         }
     }
-    /// The fields of the C kernels' arguments (none for the whole tensor).
-    fn c_fields(&self) -> Vec<(&'static str, String)> {
+    /// The fields of the kernels' arguments (none for the whole tensor).
+    fn args(&self) -> Vec<(&'static str, Arg)> {
         if self.channels == 0 {
             return vec![];
         }
         vec![
-            ("n0", self.n0.to_string()),
-            ("c0", self.c0.to_string()),
-            ("channels", self.channels.to_string()),
+            ("n0", Arg::Int(self.n0 as i64)),
+            ("c0", Arg::Int(self.c0 as i64)),
+            ("channels", Arg::Int(self.channels as i64)),
         ]
     }
 }
@@ -341,28 +343,31 @@ impl Op for Pool {
             })
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let g = pool_geom(&self.win, &x.ty.shape)?;
-        let y = cx.output(0)?.expr.clone();
-        match self.kind {
-            PoolKind::Max => {
-                let idx = EmitCx::ptr_or_null(cx.opt_output(1));
-                let mut f = vec![("x", x.expr), ("y", y), ("idx", idx), ("g", g.c_init())];
-                f.extend(self.at.c_fields());
-                cx.kernel("st_maxpool", &f);
-            }
-            PoolKind::Avg { include_pad } => cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let g = pool_geom(&self.win, &k.input(0)?.shape)?;
+        Ok(vec![match self.kind {
+            PoolKind::Max => KernelCall::new(
+                "st_maxpool",
+                vec![
+                    ("x", Arg::input(0)),
+                    ("y", Arg::output(0)),
+                    ("idx", Arg::opt_output(1)),
+                    ("g", g.record()),
+                ]
+                .into_iter()
+                .chain(self.at.args())
+                .collect(),
+            ),
+            PoolKind::Avg { include_pad } => KernelCall::new(
                 "st_avgpool",
-                &[
-                    ("x", x.expr),
-                    ("y", y),
-                    ("g", g.c_init()),
-                    ("include_pad", (include_pad as u8).to_string()),
+                vec![
+                    ("x", Arg::input(0)),
+                    ("y", Arg::output(0)),
+                    ("g", g.record()),
+                    ("include_pad", Arg::int(include_pad as u8)),
                 ],
             ),
-        }
-        Ok(())
+        }])
     }
 }
 
@@ -454,42 +459,44 @@ impl Op for PoolGrad {
             Ok(vec![Tensor::real::<R>(g.x_shape(), dx)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.clone();
-        let dx = cx.output(0)?.expr.clone();
-        if self.kind == PoolKind::Max && cx.input(1)?.ty.dtype == DType::F32 {
-            let x = cx.input(1)?.clone();
-            let g = self.x_geom(&dy.ty.shape, &x.ty.shape)?;
-            cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let dy = k.input(0)?;
+        if self.kind == PoolKind::Max && k.input(1)?.dtype == DType::F32 {
+            let g = self.x_geom(&dy.shape, &k.input(1)?.shape)?;
+            return Ok(vec![KernelCall::new(
                 "st_maxpool_grad_x",
-                &[
-                    ("dy", dy.expr),
-                    ("x", x.expr),
-                    ("dx", dx),
-                    ("g", g.c_init()),
+                vec![
+                    ("dy", Arg::input(0)),
+                    ("x", Arg::input(1)),
+                    ("dx", Arg::output(0)),
+                    ("g", g.record()),
                 ],
-            );
-            return Ok(());
+            )]);
         }
-        let g = grad_geom(&self.win, &dy.ty.shape)?;
-        match self.kind {
-            PoolKind::Max => {
-                let idx = cx.input(1)?.expr.clone();
-                let mut f = vec![("dy", dy.expr), ("idx", idx), ("dx", dx), ("g", g.c_init())];
-                f.extend(self.at.c_fields());
-                cx.kernel("st_maxpool_grad", &f);
-            }
-            PoolKind::Avg { include_pad } => cx.kernel(
+        let g = grad_geom(&self.win, &dy.shape)?;
+        Ok(vec![match self.kind {
+            PoolKind::Max => KernelCall::new(
+                "st_maxpool_grad",
+                vec![
+                    ("dy", Arg::input(0)),
+                    ("idx", Arg::input(1)),
+                    ("dx", Arg::output(0)),
+                    ("g", g.record()),
+                ]
+                .into_iter()
+                .chain(self.at.args())
+                .collect(),
+            ),
+            PoolKind::Avg { include_pad } => KernelCall::new(
                 "st_avgpool_grad",
-                &[
-                    ("dy", dy.expr),
-                    ("dx", dx),
-                    ("g", g.c_init()),
-                    ("include_pad", (include_pad as u8).to_string()),
+                vec![
+                    ("dy", Arg::input(0)),
+                    ("dx", Arg::output(0)),
+                    ("g", g.record()),
+                    ("include_pad", Arg::int(include_pad as u8)),
                 ],
             ),
-        }
-        Ok(())
+        }])
     }
 }
 
@@ -534,20 +541,17 @@ impl Op for GlobalAvgPool {
             Ok(vec![Tensor::real::<R>(ty.shape.clone(), gap(x.as_real::<R>(), p, hw))])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let (p, hw) = planes(&x.ty.shape)?;
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (p, hw) = planes(&k.input(0)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_gap",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("planes", p.to_string()),
-                ("hw", hw.to_string()),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("planes", Arg::int(p)),
+                ("hw", Arg::int(hw)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -595,19 +599,16 @@ impl Op for GlobalAvgPoolGrad {
             Ok(vec![Tensor::real::<R>(s, gap_grad(dy.as_real::<R>(), p, hw))])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.clone();
-        let (_, p, hw) = self.dims(&dy.ty.shape)?;
-        let dx = cx.output(0)?.expr.clone();
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let (_, p, hw) = self.dims(&k.input(0)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_gap_grad",
-            &[
-                ("dy", dy.expr),
-                ("dx", dx),
-                ("planes", p.to_string()),
-                ("hw", hw.to_string()),
+            vec![
+                ("dy", Arg::input(0)),
+                ("dx", Arg::output(0)),
+                ("planes", Arg::int(p)),
+                ("hw", Arg::int(hw)),
             ],
-        );
-        Ok(())
+        )])
     }
 }

@@ -6,8 +6,10 @@
 //! same source index per output element and work on any element type, so
 //! shape arithmetic on constants folds at import.
 
-use super::util::{c_array, norm_axis, strides};
-use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry};
+use super::util::{norm_axis, strides};
+use super::{
+    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, Slot,
+};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -133,30 +135,28 @@ impl Strided {
             f(s as usize, d as usize);
         }
     }
-    fn emit(&self, cx: &mut EmitCx<'_>, src: &str, dst: &str, dtype: DType) -> Result<(), OpError> {
+    /// The `st_copy` call of this copy from `src` into `dst`, elements of `dtype`.
+    fn call(&self, src: Slot, dst: Slot, dtype: DType) -> Result<KernelCall, OpError> {
         ensure!(self.dims.len() <= 8, "rank {} exceeds 8", self.dims.len());
         let pad = |v: &[i64]| {
             let mut v = v.to_vec();
             v.resize(8, 0);
-            c_array(&v)
+            Arg::Ints(v)
         };
-        let mut dims = self.dims.clone();
-        dims.resize(8, 1);
-        cx.kernel(
+        Ok(KernelCall::new(
             "st_copy",
-            &[
-                ("src", format!("(const void *){src}")),
-                ("dst", format!("(void *){dst}")),
-                ("esize", dtype.size().to_string()),
-                ("rank", self.dims.len().to_string()),
-                ("dims", c_array(&dims)),
+            vec![
+                ("src", Arg::Bytes(src)),
+                ("dst", Arg::Bytes(dst)),
+                ("esize", Arg::int(dtype.size())),
+                ("rank", Arg::int(self.dims.len())),
+                ("dims", Arg::dims8(&self.dims, 1)),
                 ("ss", pad(&self.ss)),
-                ("off", self.off.to_string()),
+                ("off", Arg::Int(self.off)),
                 ("ds", pad(&self.ds)),
-                ("doff", self.doff.to_string()),
+                ("doff", Arg::Int(self.doff)),
             ],
-        );
-        Ok(())
+        ))
     }
 }
 
@@ -258,10 +258,10 @@ impl Op for Transpose {
         let p = self.plan(&x.shape)?;
         Ok(vec![run_copies(x, &[(0, p.clone())], &[x], &p.dims)])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        self.plan(&x.ty.shape)?.emit(cx, &x.expr, &y, x.ty.dtype)
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let x = k.input(0)?;
+        let call = self.plan(&x.shape)?;
+        Ok(vec![call.call(Slot::Input(0), Slot::Output(0), x.dtype)?])
     }
 }
 
@@ -360,21 +360,10 @@ impl Op for Slice {
         let p = self.plan(&as_inputs(inputs, &tys))?;
         Ok(vec![run_copies(x, &[(0, p.clone())], &[x], &p.dims)])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let ops: Vec<Option<crate::ops::Operand>> = cx.inputs.clone();
-        let ins: Vec<Option<OpInput<'_>>> = ops
-            .iter()
-            .map(|o| {
-                o.as_ref().map(|o| OpInput {
-                    ty: &o.ty,
-                    value: o.value.as_ref(),
-                })
-            })
-            .collect();
-        let p = self.plan(&ins)?;
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        p.emit(cx, &x.expr, &y, x.ty.dtype)
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let p = self.plan(&k.inputs)?;
+        let x = k.input(0)?;
+        Ok(vec![p.call(Slot::Input(0), Slot::Output(0), x.dtype)?])
     }
 }
 
@@ -445,19 +434,19 @@ impl Op for Concat {
         let c: Vec<(usize, Strided)> = copies.into_iter().enumerate().collect();
         Ok(vec![run_copies(ts[0], &c, &ts, &out)])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let ins: Vec<_> = (0..cx.inputs.len())
-            .map(|i| cx.input(i).cloned())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let ins: Vec<&TensorType> = (0..k.inputs.len())
+            .map(|i| k.input(i))
             .collect::<Result<_, _>>()?;
-        let shapes: Vec<&[usize]> = ins.iter().map(|o| o.ty.shape.as_slice()).collect();
+        let shapes: Vec<&[usize]> = ins.iter().map(|t| t.shape.as_slice()).collect();
         let (_, copies) = self.plan(&shapes)?;
-        let y = cx.output(0)?.expr.clone();
-        for (c, x) in copies.iter().zip(&ins) {
+        let mut calls = Vec::new();
+        for (i, (c, x)) in copies.iter().zip(&ins).enumerate() {
             if c.dims.iter().product::<usize>() > 0 {
-                c.emit(cx, &x.expr, &y, x.ty.dtype)?;
+                calls.push(c.call(Slot::Input(i), Slot::Output(0), x.dtype)?);
             }
         }
-        Ok(())
+        Ok(calls)
     }
 }
 
@@ -553,27 +542,16 @@ impl Op for Split {
             })
             .collect())
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let ops = cx.inputs.clone();
-        let ins: Vec<Option<OpInput<'_>>> = ops
-            .iter()
-            .map(|o| {
-                o.as_ref().map(|o| OpInput {
-                    ty: &o.ty,
-                    value: o.value.as_ref(),
-                })
-            })
-            .collect();
-        let parts = self.plan(&ins, cx.outputs.len())?;
-        let x = cx.input(0)?.clone();
-        for (k, (s, c)) in parts.iter().enumerate() {
-            if let Some(y) = cx.opt_output(k).map(|o| o.expr.clone()) {
-                if s.iter().product::<usize>() > 0 {
-                    c.emit(cx, &x.expr, &y, x.ty.dtype)?;
-                }
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let parts = self.plan(&k.inputs, k.outputs.len())?;
+        let x = k.input(0)?;
+        let mut calls = Vec::new();
+        for (o, (s, c)) in parts.iter().enumerate() {
+            if k.opt_output(o).is_some() && s.iter().product::<usize>() > 0 {
+                calls.push(c.call(Slot::Input(0), Slot::Output(o), x.dtype)?);
             }
         }
-        Ok(())
+        Ok(calls)
     }
 }
 
@@ -644,30 +622,28 @@ impl Op for Gather {
             data: pick(&x.data, &sel, 0.0),
         }])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let i = cx.input(1)?.clone();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let x = k.input(0)?;
+        let i = k.input(1)?;
         ensure!(
-            i.ty.dtype == DType::I64,
+            i.dtype == DType::I64,
             "Gather: C kernel takes int64 indices, found {}",
-            i.ty
+            i
         );
-        let (outer, d, inner, ni, _) = self.dims(&x.ty.shape, &i.ty.shape)?;
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+        let (outer, d, inner, ni, _) = self.dims(&x.shape, &i.shape)?;
+        Ok(vec![KernelCall::new(
             "st_gather",
-            &[
-                ("x", format!("(const void *){}", x.expr)),
-                ("idx", i.expr),
-                ("y", format!("(void *){y}")),
-                ("esize", x.ty.dtype.size().to_string()),
-                ("outer", outer.to_string()),
-                ("d", d.to_string()),
-                ("nidx", ni.to_string()),
-                ("inner", inner.to_string()),
+            vec![
+                ("x", Arg::Bytes(Slot::Input(0))),
+                ("idx", Arg::input(1)),
+                ("y", Arg::Bytes(Slot::Output(0))),
+                ("esize", Arg::int(x.dtype.size())),
+                ("outer", Arg::int(outer)),
+                ("d", Arg::int(d)),
+                ("nidx", Arg::int(ni)),
+                ("inner", Arg::int(inner)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -818,49 +794,31 @@ impl Op for Pad {
             data: pick(&x.data, &sel, p.value),
         }])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let ops = cx.inputs.clone();
-        let ins: Vec<Option<OpInput<'_>>> = ops
-            .iter()
-            .map(|o| {
-                o.as_ref().map(|o| OpInput {
-                    ty: &o.ty,
-                    value: o.value.as_ref(),
-                })
-            })
-            .collect();
-        let p = self.plan(&ins)?;
-        let x = cx.input(0)?.clone();
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let p = self.plan(&k.inputs)?;
+        let x = k.input(0)?;
         ensure!(
-            x.ty.dtype == DType::F32,
+            x.dtype == DType::F32,
             "Pad: C kernel is float32 only, found {}",
-            x.ty
+            x
         );
         ensure!(p.out.len() <= 8, "Pad: rank exceeds 8");
-        let y = cx.output(0)?.expr.clone();
-        let mut od = p.out.clone();
-        od.resize(8, 1);
-        let mut id = x.ty.shape.clone();
-        id.resize(8, 1);
-        let mut ist = strides(&x.ty.shape);
-        ist.resize(8, 0);
         let mut pb = p.begin.clone();
         pb.resize(8, 0);
-        cx.kernel(
+        Ok(vec![KernelCall::new(
             "st_pad",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("rank", p.out.len().to_string()),
-                ("odims", c_array(&od)),
-                ("idims", c_array(&id)),
-                ("istr", c_array(&ist)),
-                ("pb", c_array(&pb)),
-                ("mode", (p_mode(self.mode)).to_string()),
-                ("value", c_float(p.value)),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("rank", Arg::int(p.out.len())),
+                ("odims", Arg::dims8(&p.out, 1)),
+                ("idims", Arg::dims8(&x.shape, 1)),
+                ("istr", Arg::dims8(&strides(&x.shape), 0)),
+                ("pb", Arg::Ints(pb)),
+                ("mode", Arg::int(p_mode(self.mode))),
+                ("value", Arg::Float(p.value)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 

@@ -4,7 +4,8 @@
 //! memory plan gives output and input one home.
 
 use super::{
-    arg, boxed, c_float, req, Alias, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS, STRATA,
+    arg, boxed, req, Alias, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    STRATA,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -76,16 +77,18 @@ impl Op for Accumulate {
             Ok(outputs.iter().map(|_| t.clone()).collect())
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let buf = cx.input(0)?.clone();
-        let fields = [
-            ("buf", buf.expr),
-            ("val", cx.input(1)?.expr.clone()),
-            ("flag", EmitCx::ptr_or_null(cx.opt_input(2))),
-            ("n", buf.ty.numel().to_string()),
-        ];
-        cx.kernel("st_accumulate", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        k.input(1)?;
+        Ok(vec![KernelCall::new(
+            "st_accumulate",
+            vec![
+                ("buf", Arg::input(0)),
+                ("val", Arg::input(1)),
+                ("flag", Arg::opt_input(2)),
+                ("n", Arg::int(n)),
+            ],
+        )])
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![Alias::in_place(0, 0), Alias::in_place(1, 0)]
@@ -133,22 +136,25 @@ impl Op for Sgd {
             Ok(vec![Tensor::real::<R>(p.shape.clone(), v)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let p = cx.input(0)?.clone();
-        let fields = [
-            ("w", p.expr),
-            ("g", cx.input(1)?.expr.clone()),
-            ("n", p.ty.numel().to_string()),
-            (
-                "lr",
-                match self.lr {
-                    Some(lr) => c_float(lr),
-                    None => format!("{}[0]", cx.input(2)?.expr),
-                },
-            ),
-        ];
-        cx.kernel("st_sgd", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        k.input(1)?;
+        let lr = match self.lr {
+            Some(lr) => Arg::Float(lr),
+            None => {
+                k.input(2)?;
+                Arg::First(2)
+            }
+        };
+        Ok(vec![KernelCall::new(
+            "st_sgd",
+            vec![
+                ("w", Arg::input(0)),
+                ("g", Arg::input(1)),
+                ("n", Arg::int(n)),
+                ("lr", lr),
+            ],
+        )])
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![Alias::in_place(0, 0)]
@@ -284,25 +290,29 @@ impl Op for AdamW {
             ])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let w = cx.input(0)?.clone();
-        let fields = [
-            ("w", w.expr),
-            ("g", cx.input(1)?.expr.clone()),
-            ("m1", cx.input(2)?.expr.clone()),
-            ("m2", cx.input(3)?.expr.clone()),
-            ("lr", cx.input(4)?.expr.clone()),
-            ("step", cx.input(5)?.expr.clone()),
-            ("n", w.ty.numel().to_string()),
-            ("alpha", c_float(self.alpha)),
-            ("beta", c_float(self.beta)),
-            ("epsilon", c_float(self.epsilon)),
-            ("weight_decay", c_float(self.weight_decay)),
-            ("mode", self.mode.to_string()),
-            ("correct_bias", (self.correct_bias as i32).to_string()),
-        ];
-        cx.kernel("st_adamw", &fields);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        for i in 1..6 {
+            k.input(i)?;
+        }
+        Ok(vec![KernelCall::new(
+            "st_adamw",
+            vec![
+                ("w", Arg::input(0)),
+                ("g", Arg::input(1)),
+                ("m1", Arg::input(2)),
+                ("m2", Arg::input(3)),
+                ("lr", Arg::input(4)),
+                ("step", Arg::input(5)),
+                ("n", Arg::int(n)),
+                ("alpha", Arg::Float(self.alpha)),
+                ("beta", Arg::Float(self.beta)),
+                ("epsilon", Arg::Float(self.epsilon)),
+                ("weight_decay", Arg::Float(self.weight_decay)),
+                ("mode", Arg::Int(self.mode)),
+                ("correct_bias", Arg::int(self.correct_bias as i32)),
+            ],
+        )])
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![
@@ -336,10 +346,12 @@ impl Op for StepCount {
         let s = arg(inputs, 0)?;
         Ok(vec![Tensor::i64(s.shape.clone(), vec![s.to_i64()[0] + 1])])
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let s = cx.input(0)?.expr.clone();
-        cx.kernel("st_step_count", &[("step", s)]);
-        Ok(())
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        k.input(0)?;
+        Ok(vec![KernelCall::new(
+            "st_step_count",
+            vec![("step", Arg::input(0))],
+        )])
     }
     fn aliases(&self) -> Vec<Alias> {
         vec![Alias::in_place(0, 0)]

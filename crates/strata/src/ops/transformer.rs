@@ -7,9 +7,11 @@
 //! the interpreter and the compiled C agree bit for bit on the host.
 
 use super::util::{broadcast_shape, broadcast_strides, norm_axis};
-use super::util::{f32_in, grad_pair_emit, grad_pair_eval, grad_pair_type, pad8};
+use super::util::{f32_in, grad_pair_calls, grad_pair_eval, grad_pair_type};
 use super::util::{psum, Psum};
-use super::{arg, boxed, c_float, req, Attrs, EmitCx, Op, OpError, OpInput, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
@@ -180,27 +182,23 @@ impl Op for MatMul {
             Ok(vec![Tensor::real::<R>(p.out_shape, y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let a = cx.input(0)?.clone();
-        let b = cx.input(1)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        let p = Self::plan(&a.ty.shape, &b.ty.shape)?;
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let p = Self::plan(&k.input(0)?.shape, &k.input(1)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_matmul",
-            &[
-                ("a", a.expr),
-                ("b", b.expr),
-                ("y", y),
-                ("nbd", p.batch.len().to_string()),
-                ("bdims", pad8(&p.batch, 1)),
-                ("sa", pad8(&p.sa, 0)),
-                ("sb", pad8(&p.sb, 0)),
-                ("m", p.m.to_string()),
-                ("n", p.n.to_string()),
-                ("k", p.k.to_string()),
+            vec![
+                ("a", Arg::input(0)),
+                ("b", Arg::input(1)),
+                ("y", Arg::output(0)),
+                ("nbd", Arg::int(p.batch.len())),
+                ("bdims", Arg::dims8(&p.batch, 1)),
+                ("sa", Arg::dims8(&p.sa, 0)),
+                ("sb", Arg::dims8(&p.sb, 0)),
+                ("m", Arg::int(p.m)),
+                ("n", Arg::int(p.n)),
+                ("k", Arg::int(p.k)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -295,21 +293,18 @@ impl Op for Softmax {
             Ok(vec![Tensor::real::<R>(x.shape.clone(), y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        let r = self.rows(&x.ty.shape)?;
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let r = self.rows(&k.input(0)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_softmax",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("outer", r.outer.to_string()),
-                ("n", r.n.to_string()),
-                ("inner", r.inner.to_string()),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("outer", Arg::int(r.outer)),
+                ("n", Arg::int(r.n)),
+                ("inner", Arg::int(r.inner)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -352,23 +347,20 @@ impl Op for SoftmaxGrad {
             Ok(vec![Tensor::real::<R>(yt.shape.clone(), dx)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let dy = cx.input(0)?.expr.clone();
-        let y = cx.input(1)?.clone();
-        let dx = cx.output(0)?.expr.clone();
-        let r = self.0.rows(&y.ty.shape)?;
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        k.input(0)?;
+        let r = self.0.rows(&k.input(1)?.shape)?;
+        Ok(vec![KernelCall::new(
             "st_softmax_grad",
-            &[
-                ("dy", dy),
-                ("y", y.expr),
-                ("dx", dx),
-                ("outer", r.outer.to_string()),
-                ("n", r.n.to_string()),
-                ("inner", r.inner.to_string()),
+            vec![
+                ("dy", Arg::input(0)),
+                ("y", Arg::input(1)),
+                ("dx", Arg::output(0)),
+                ("outer", Arg::int(r.outer)),
+                ("n", Arg::int(r.n)),
+                ("inner", Arg::int(r.inner)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -457,19 +449,17 @@ impl Op for Gelu {
             Ok(vec![Tensor::real::<R>(x.shape.clone(), y)])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let y = cx.output(0)?.expr.clone();
-        cx.kernel(
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let n = k.input(0)?.numel();
+        Ok(vec![KernelCall::new(
             "st_gelu",
-            &[
-                ("x", x.expr),
-                ("y", y),
-                ("n", x.ty.numel().to_string()),
-                ("approx", (self.0 as u8).to_string()),
+            vec![
+                ("x", Arg::input(0)),
+                ("y", Arg::output(0)),
+                ("n", Arg::int(n)),
+                ("approx", Arg::int(self.0 as u8)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -488,12 +478,12 @@ impl Op for GeluGrad {
     ) -> Result<Vec<Tensor>, OpError> {
         crate::by_real!(inputs, R => grad_pair_eval::<R>(inputs, |g, x| gelu_grad(g, x, self.0)))
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        grad_pair_emit(
-            cx,
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        grad_pair_calls(
+            k,
             "st_gelu_grad",
             "x",
-            &[("approx", (self.0 as u8).to_string())],
+            vec![("approx", Arg::int(self.0 as u8))],
         )
     }
 }
@@ -605,37 +595,32 @@ impl Op for LayerNorm {
             ])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let x = cx.input(0)?.clone();
-        let scale = cx.input(1)?.clone();
-        let bias = cx.opt_input(2).cloned();
-        let (a, rows, d) = ln_dims(&x.ty.shape, self.axis)?;
-        let norm = &x.ty.shape[a..];
-        let ss = param_stride(&scale.ty, norm, "Scale")?;
-        let sb = match &bias {
-            Some(b) => param_stride(&b.ty, norm, "B")?,
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let x = k.input(0)?;
+        let scale = k.input(1)?;
+        let (a, rows, d) = ln_dims(&x.shape, self.axis)?;
+        let norm = &x.shape[a..];
+        let ss = param_stride(scale, norm, "Scale")?;
+        let sb = match k.opt_input(2) {
+            Some(b) => param_stride(b, norm, "B")?,
             None => 0,
         };
-        let y = cx.output(0)?.expr.clone();
-        let mean = EmitCx::ptr_or_null(cx.opt_output(1));
-        let inv = EmitCx::ptr_or_null(cx.opt_output(2));
-        cx.kernel(
+        Ok(vec![KernelCall::new(
             "st_layernorm",
-            &[
-                ("x", x.expr),
-                ("scale", scale.expr),
-                ("bias", EmitCx::ptr_or_null(bias.as_ref())),
-                ("y", y),
-                ("mean", mean),
-                ("inv_std", inv),
-                ("rows", rows.to_string()),
-                ("d", d.to_string()),
-                ("ss", ss.to_string()),
-                ("sb", sb.to_string()),
-                ("eps", c_float(self.epsilon)),
+            vec![
+                ("x", Arg::input(0)),
+                ("scale", Arg::input(1)),
+                ("bias", Arg::opt_input(2)),
+                ("y", Arg::output(0)),
+                ("mean", Arg::opt_output(1)),
+                ("inv_std", Arg::opt_output(2)),
+                ("rows", Arg::int(rows)),
+                ("d", Arg::int(d)),
+                ("ss", Arg::int(ss)),
+                ("sb", Arg::int(sb)),
+                ("eps", Arg::Float(self.epsilon)),
             ],
-        );
-        Ok(())
+        )])
     }
 }
 
@@ -748,34 +733,30 @@ impl Op for LayerNormGrad {
             ])
         })
     }
-    fn emit(&self, cx: &mut EmitCx<'_>) -> Result<(), OpError> {
-        let ins: Vec<_> = (0..5)
-            .map(|i| cx.input(i).cloned())
-            .collect::<Result<_, _>>()?;
-        let (_, rows, d) =
-            self.check([&ins[0].ty, &ins[1].ty, &ins[2].ty, &ins[3].ty, &ins[4].ty])?;
-        let common: Vec<(&str, String)> = vec![
-            ("dy", ins[0].expr.clone()),
-            ("x", ins[1].expr.clone()),
-            ("mean", ins[3].expr.clone()),
-            ("inv_std", ins[4].expr.clone()),
-            ("rows", rows.to_string()),
-            ("d", d.to_string()),
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let ins: Vec<&TensorType> = (0..5).map(|i| k.input(i)).collect::<Result<_, _>>()?;
+        let (_, rows, d) = self.check([ins[0], ins[1], ins[2], ins[3], ins[4]])?;
+        let common = vec![
+            ("dy", Arg::input(0)),
+            ("x", Arg::input(1)),
+            ("mean", Arg::input(3)),
+            ("inv_std", Arg::input(4)),
+            ("rows", Arg::int(rows)),
+            ("d", Arg::int(d)),
         ];
-        if let Some(dx) = cx.opt_output(0).map(|o| o.expr.clone()) {
+        let mut calls = Vec::new();
+        if k.opt_output(0).is_some() {
             let mut f = common.clone();
-            f.push(("scale", ins[2].expr.clone()));
-            f.push(("dx", dx));
-            cx.kernel("st_layernorm_grad_x", &f);
+            f.push(("scale", Arg::input(2)));
+            f.push(("dx", Arg::output(0)));
+            calls.push(KernelCall::new("st_layernorm_grad_x", f));
         }
-        let ds = cx.opt_output(1).cloned();
-        let db = cx.opt_output(2).cloned();
-        if ds.is_some() || db.is_some() {
-            let mut f = common.clone();
-            f.push(("dscale", EmitCx::ptr_or_null(ds.as_ref())));
-            f.push(("dbias", EmitCx::ptr_or_null(db.as_ref())));
-            cx.kernel("st_layernorm_grad_w", &f);
+        if k.opt_output(1).is_some() || k.opt_output(2).is_some() {
+            let mut f = common;
+            f.push(("dscale", Arg::opt_output(1)));
+            f.push(("dbias", Arg::opt_output(2)));
+            calls.push(KernelCall::new("st_layernorm_grad_w", f));
         }
-        Ok(())
+        Ok(calls)
     }
 }

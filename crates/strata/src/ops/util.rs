@@ -78,12 +78,6 @@ pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// Format a list of integers as a C array initializer `{a, b, c}`.
-pub fn c_array<T: std::fmt::Display>(v: &[T]) -> String {
-    let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-    format!("{{{}}}", items.join(", "))
-}
-
 /// The constant value of an axes-like input or attribute.
 pub fn int_list(t: &crate::tensor::Tensor) -> Vec<i64> {
     t.to_i64()
@@ -100,13 +94,6 @@ pub fn f32_in<'a>(
         return Err(op_err!("{op}: input {i} must be float32, found {t}"));
     }
     Ok(t)
-}
-
-/// A C array initializer of exactly 8 entries (the runtime's maximum rank), padded with `fill`.
-pub fn pad8(v: &[usize], fill: usize) -> String {
-    let mut v = v.to_vec();
-    v.resize(8, fill);
-    c_array(&v)
 }
 
 /// The element-wise gradient ops `(dY, T) -> dX` (ReluGrad, GeluGrad,
@@ -141,24 +128,25 @@ pub fn grad_pair_eval<R: crate::tensor::Real>(
     Ok(vec![crate::tensor::Tensor::real(dy.shape.clone(), v)])
 }
 
-/// The C call of such an op: `func` with fields `dy`, `t` (its name in the
-/// kernel's argument struct), `dx`, `n`, then `extra`.
-pub fn grad_pair_emit(
-    cx: &mut super::EmitCx<'_>,
-    func: &str,
-    t: &str,
-    extra: &[(&str, String)],
-) -> Result<(), OpError> {
-    let dy = cx.input(0)?.clone();
-    let mut fields = vec![
-        ("dy", dy.expr),
-        (t, cx.input(1)?.expr.clone()),
-        ("dx", cx.output(0)?.expr.clone()),
-        ("n", dy.ty.numel().to_string()),
+/// The kernel call of such an op: `func` with fields `dy`, `t` (its name in
+/// the kernel's argument record), `dx`, `n`, then `extra`.
+pub fn grad_pair_calls(
+    k: &super::Operands<'_>,
+    func: &'static str,
+    t: &'static str,
+    extra: Vec<(&'static str, super::Arg)>,
+) -> Result<Vec<super::KernelCall>, OpError> {
+    use super::Arg;
+    let n = k.input(0)?.numel();
+    k.input(1)?;
+    let mut args = vec![
+        ("dy", Arg::input(0)),
+        (t, Arg::input(1)),
+        ("dx", Arg::output(0)),
+        ("n", Arg::int(n)),
     ];
-    fields.extend(extra.iter().cloned());
-    cx.kernel(func, &fields);
-    Ok(())
+    args.extend(extra);
+    Ok(vec![super::KernelCall::new(func, args)])
 }
 
 /// Pairwise summation of a stream (`st_psum` in the C runtime, addition
