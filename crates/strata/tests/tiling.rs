@@ -250,7 +250,7 @@ fn many_budgets_split_and_still_agree() {
 
 // ---------------------------------------------------------------- tiling rules, op by op
 
-use strata::onnx::proto::AttributeProto;
+use strata::ops::Attribute;
 use strata::tensor::Tensor;
 use strata::testing::{attr_i, attr_ints, run_tiled, single_node, In, Rng};
 
@@ -261,7 +261,7 @@ use strata::testing::{attr_i, attr_ints, run_tiled, single_node, In, Rng};
 fn splits_exactly(
     domain: &str,
     op: &str,
-    attrs: &[AttributeProto],
+    attrs: &[Attribute],
     inputs: Vec<(In, Option<Tensor>)>,
     outputs: &[bool],
     l1s: &[u64],
