@@ -293,7 +293,14 @@ pub fn run(
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    let bytes = std::fs::read(&res_path).map_err(|e| Error::io(&res_path, e))?;
+    let results = read_results(f, &res_path)?;
+    Ok((results, stdout, out.status.success()))
+}
+
+/// The raw results a harness wrote to `res_path`: the losses, then the
+/// reference tensors, in the fixture's order.
+pub fn read_results(f: &Fixture, res_path: &Path) -> Result<Results> {
+    let bytes = std::fs::read(res_path).map_err(|e| Error::io(res_path, e))?;
     let p = &f.program;
     let n_loss = if p.loss.is_some() { f.n_batches } else { 0 };
     let mut at = 0;
@@ -313,5 +320,12 @@ pub fn run(
         let ty = p.graph.ty(*t);
         tensors.push(Tensor::from_le_bytes(ty, take(ty.bytes())?).expect("sized above"));
     }
-    Ok((Results { losses, tensors }, stdout, out.status.success()))
+    if at != bytes.len() {
+        return Err(Error::Backend(format!(
+            "{} holds {} bytes more than the results",
+            res_path.display(),
+            bytes.len() - at
+        )));
+    }
+    Ok(Results { losses, tensors })
 }
