@@ -161,6 +161,13 @@ impl TilingArgs {
 }
 
 fn main() -> ExitCode {
+    // Like any Unix filter: when the reader of stdout goes away (`| head`),
+    // end quietly on SIGPIPE instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: restores the signal's default action before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let reg = Registry::standard();
     match run(cli.cmd, &reg) {

@@ -187,3 +187,48 @@ fn help_describes_every_argument() {
         }
     }
 }
+
+/// A reader that stops reading (`strata plan ... | head -1`) ends strata
+/// quietly by SIGPIPE, as any Unix filter, instead of a panic in println!.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    // A placement of 20,000 buffers: far more than a pipe holds, so strata is
+    // still writing when the reader goes.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("big.csv");
+    let mut text = String::from("id,lower,upper,size\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("buffer_{i},{i},{},64\n", i + 2));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["plan", csv.to_str().unwrap(), "--minimize"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close our end while strata still has lines to print.
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.signal(), Some(libc_sigpipe()), "{status:?}: {err}");
+}
+
+/// SIGPIPE's number on Linux and the BSDs.
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
+}
