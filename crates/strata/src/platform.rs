@@ -81,24 +81,12 @@ impl Platform {
     }
     /// Cycles of one DMA command of `bytes` in `rows` runs.
     pub fn dma_cycles(&self, bytes: u64, rows: u64) -> f64 {
-        self.dma_setup
-            + bytes as f64 / self.dma_bw
-            + if rows > 1 {
-                rows as f64 * self.dma_row
-            } else {
-                0.0
-            }
+        transfer(self.dma_setup, self.dma_bw, self.dma_row, bytes, rows)
     }
 
     /// Cycles of one L3↔L2 transfer command of `bytes` in `rows` runs.
     pub fn l3_cycles(&self, bytes: u64, rows: u64) -> f64 {
-        self.l3_latency
-            + bytes as f64 / self.l3_bw
-            + if rows > 1 {
-                rows as f64 * self.l3_row
-            } else {
-                0.0
-            }
+        transfer(self.l3_latency, self.l3_bw, self.l3_row, bytes, rows)
     }
 
     /// Set one parameter from `name=value`.
@@ -144,4 +132,10 @@ impl Platform {
         *slot = v;
         Ok(())
     }
+}
+
+/// One transfer command: a fixed cost, the bytes at the bandwidth, and a
+/// cost per row when it has more than one.
+fn transfer(fixed: f64, bw: f64, per_row: f64, bytes: u64, rows: u64) -> f64 {
+    fixed + bytes as f64 / bw + if rows > 1 { rows as f64 * per_row } else { 0.0 }
 }

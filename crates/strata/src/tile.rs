@@ -1625,6 +1625,24 @@ impl Emitter<'_> {
         }));
         self.flight.push((id, keys, inbound));
     }
+    /// A box of a tensor at `home` into its dense tile at `tile`.
+    fn load_box(&mut self, home: Loc, tile: Loc, b: &Boxed, key: (usize, usize)) {
+        for (hd, td, sh) in commands(b) {
+            self.dma(home.offset_by(hd), tile.offset_by(td), sh, vec![key], true);
+        }
+    }
+    /// A dense tile at `tile` back into its box of the tensor at `home`.
+    fn store_box(&mut self, tile: Loc, home: Loc, b: &Boxed, key: (usize, usize)) {
+        for (hd, td, sh) in commands(b) {
+            // Tile to home: the strides swap roles.
+            let sh = lir::Shape {
+                src_strides: sh.dst_strides,
+                dst_strides: sh.src_strides,
+                ..sh
+            };
+            self.dma(tile.offset_by(td), home.offset_by(hd), sh, vec![key], false);
+        }
+    }
     /// A dense copy of `bytes` from `src` to `dst`, in commands under the limit.
     fn copy(&mut self, src: Loc, dst: Loc, bytes: u64, keys: &[(usize, usize)], inbound: bool) {
         const CHUNK: u64 = lir::DMA_MAX_BYTES / ALIGN * ALIGN;
@@ -1984,10 +2002,12 @@ fn emit_tiles(
             let Some((b, _)) = boxk(s, k) else { continue };
             let (key, l2) = in_slot(s, k);
             em.wait_where(|ss, sk, _| ss == si && sk == key);
-            let h = home(p, plan, s.tensor).offset_by(b.src_off);
-            for (hd, td, sh) in commands(&b) {
-                em.dma(h.offset_by(hd), l2.offset_by(td), sh, vec![(si, key)], true);
-            }
+            em.load_box(
+                home(p, plan, s.tensor).offset_by(b.src_off),
+                l2,
+                &b,
+                (si, key),
+            );
         }
     };
     // Home (or L2 staging slot) → L1 slot, for the inputs of tile k.
@@ -2007,10 +2027,12 @@ fn emit_tiles(
                 em.wait_where(|ss, sk, inbound| ss == si && sk == key && inbound);
                 em.copy(l2, l, bytes, &[(si, slot), (si, key)], true);
             } else {
-                let h = home(p, plan, s.tensor).offset_by(b.src_off);
-                for (hd, td, sh) in commands(&b) {
-                    em.dma(h.offset_by(hd), l.offset_by(td), sh, vec![(si, slot)], true);
-                }
+                em.load_box(
+                    home(p, plan, s.tensor).offset_by(b.src_off),
+                    l,
+                    &b,
+                    (si, slot),
+                );
             }
         }
     };
@@ -2031,22 +2053,12 @@ fn emit_tiles(
                 em.wait_where(|ss, sk, _| ss == si && sk == key);
                 em.copy(l, l2, bytes, &[(si, slot), (si, key)], false);
             } else {
-                let h = home(p, plan, s.tensor).offset_by(b.src_off);
-                for (hd, td, sh) in commands(&b) {
-                    // Tile to home: swap the strides' roles.
-                    let sh = lir::Shape {
-                        src_strides: sh.dst_strides,
-                        dst_strides: sh.src_strides,
-                        ..sh
-                    };
-                    em.dma(
-                        l.offset_by(td),
-                        h.offset_by(hd),
-                        sh,
-                        vec![(si, slot)],
-                        false,
-                    );
-                }
+                em.store_box(
+                    l,
+                    home(p, plan, s.tensor).offset_by(b.src_off),
+                    &b,
+                    (si, slot),
+                );
             }
         }
     };
@@ -2059,21 +2071,12 @@ fn emit_tiles(
             let Some((b, _)) = boxk(s, k) else { continue };
             let (key, l2) = out_slot(s, k);
             em.wait_where(|ss, sk, _| ss == si && sk == key);
-            let h = home(p, plan, s.tensor).offset_by(b.src_off);
-            for (hd, td, sh) in commands(&b) {
-                let sh = lir::Shape {
-                    src_strides: sh.dst_strides,
-                    dst_strides: sh.src_strides,
-                    ..sh
-                };
-                em.dma(
-                    l2.offset_by(td),
-                    h.offset_by(hd),
-                    sh,
-                    vec![(si, key)],
-                    false,
-                );
-            }
+            em.store_box(
+                l2,
+                home(p, plan, s.tensor).offset_by(b.src_off),
+                &b,
+                (si, key),
+            );
         }
     };
     let nt = tiles.len();
@@ -2359,9 +2362,7 @@ fn lower_untiled(
         match stage(t, &mut used) {
             Some((loc, b)) => {
                 let h = home(p, plan, t);
-                for (hd, td, sh) in commands(&b) {
-                    em.dma(h.offset_by(hd), loc.offset_by(td), sh, vec![(0, 0)], true);
-                }
+                em.load_box(h, loc, &b, (0, 0));
                 let hb = HomeBox {
                     at: h,
                     run: b.run,
@@ -2430,14 +2431,7 @@ fn lower_untiled(
         outputs: outs,
     }));
     for (loc, h, b) in stores {
-        for (hd, td, sh) in commands(&b) {
-            let sh = lir::Shape {
-                src_strides: sh.dst_strides,
-                dst_strides: sh.src_strides,
-                ..sh
-            };
-            em.dma(loc.offset_by(td), h.offset_by(hd), sh, vec![(0, 0)], false);
-        }
+        em.store_box(loc, h, &b, (0, 0));
     }
     em.wait_where(|_, _, _| true);
     (
