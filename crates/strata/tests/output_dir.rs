@@ -437,3 +437,41 @@ fn the_project_explains_itself() {
         Err(e) => eprintln!("skipped the make half: make not available ({e})"),
     }
 }
+
+/// The emitted harness writes its results only to a new file: given an
+/// existing one (a user's file, or the program itself), it refuses, says so,
+/// exits non-zero and leaves the file as it was.
+#[test]
+fn the_harness_never_writes_over_an_existing_file() {
+    let d = scratch();
+    let (code, err) = compile_to(d.path(), "out");
+    assert_eq!(code, 0, "{err}");
+    let out = d.path().join("out");
+    let make = Command::new("make")
+        .arg("-s")
+        .arg("train")
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    assert!(
+        make.status.success(),
+        "{}",
+        String::from_utf8_lossy(&make.stderr)
+    );
+    let keep = d.path().join("keep.txt");
+    std::fs::write(&keep, "a user's file").unwrap();
+    let before = snapshot(d.path());
+    let run = Command::new(out.join("train")).arg(&keep).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(5), "{stdout}");
+    assert!(stdout.contains("nothing is overwritten"), "{stdout}");
+    assert_eq!(snapshot(d.path()), before, "the run changed files");
+    // A new path is written.
+    let fresh = d.path().join("results.bin");
+    let run = Command::new(out.join("train"))
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    assert!(std::fs::metadata(&fresh).unwrap().len() > 0);
+}
