@@ -47,6 +47,7 @@ sys.modules["torch"] = _t
 sys.modules["torch.nn"] = _t.nn
 sys.modules["torch.onnx"] = _t.onnx
 
+import functools  # noqa: E402
 import io  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
@@ -79,6 +80,41 @@ OPSET = 17
 def init(rng, shape, fan_in):
     bound = 1.0 / np.sqrt(fan_in)
     return rng.uniform(-bound, bound, shape).astype(np.float32)
+
+
+def add_conv_bn_relu(rng, p, frozen, nodes, x, i, cin, cout, k, stride, group):
+    """Conv (weights from `rng` into `p`), training-mode BatchNormalization
+    (running statistics into `frozen`) and Relu on `x`, appended to `nodes`;
+    returns the Relu's output name."""
+    p[f"conv{i}.weight"] = init(rng, (cout, cin // group, k, k), (cin // group) * k * k)
+    p[f"bn{i}.weight"] = (1.0 + 0.1 * rng.standard_normal(cout)).astype(np.float32)
+    p[f"bn{i}.bias"] = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+    frozen[f"bn{i}.running_mean"] = np.zeros(cout, np.float32)
+    frozen[f"bn{i}.running_var"] = np.ones(cout, np.float32)
+    pad = k // 2
+    nodes.extend(
+        [
+            helper.make_node(
+                "Conv",
+                [x, f"conv{i}.weight"],
+                [f"c{i}"],
+                kernel_shape=[k, k],
+                pads=[pad] * 4,
+                strides=[stride, stride],
+                group=group,
+            ),
+            helper.make_node(
+                "BatchNormalization",
+                [f"c{i}", f"bn{i}.weight", f"bn{i}.bias", f"bn{i}.running_mean", f"bn{i}.running_var"],
+                [f"b{i}", f"bn{i}.running_mean_out", f"bn{i}.running_var_out"],
+                epsilon=1e-5,
+                momentum=0.9,
+                training_mode=1,
+            ),
+            helper.make_node("Relu", [f"b{i}"], [f"r{i}"]),
+        ]
+    )
+    return f"r{i}"
 
 
 def make_model(name, nodes, inputs, outputs, inits):
@@ -329,36 +365,7 @@ def cnn_big(rng):
     B, Cin, HW, C1, C2, C3, K = 2, 3, 64, 16, 32, 32, 10
     p, frozen, nodes = {}, {}, []
 
-    def conv_bn_relu(x, i, cin, cout, k, stride, group):
-        p[f"conv{i}.weight"] = init(rng, (cout, cin // group, k, k), (cin // group) * k * k)
-        p[f"bn{i}.weight"] = (1.0 + 0.1 * rng.standard_normal(cout)).astype(np.float32)
-        p[f"bn{i}.bias"] = (0.1 * rng.standard_normal(cout)).astype(np.float32)
-        frozen[f"bn{i}.running_mean"] = np.zeros(cout, np.float32)
-        frozen[f"bn{i}.running_var"] = np.ones(cout, np.float32)
-        pad = k // 2
-        nodes.extend(
-            [
-                helper.make_node(
-                    "Conv",
-                    [x, f"conv{i}.weight"],
-                    [f"c{i}"],
-                    kernel_shape=[k, k],
-                    pads=[pad] * 4,
-                    strides=[stride, stride],
-                    group=group,
-                ),
-                helper.make_node(
-                    "BatchNormalization",
-                    [f"c{i}", f"bn{i}.weight", f"bn{i}.bias", f"bn{i}.running_mean", f"bn{i}.running_var"],
-                    [f"b{i}", f"bn{i}.running_mean_out", f"bn{i}.running_var_out"],
-                    epsilon=1e-5,
-                    momentum=0.9,
-                    training_mode=1,
-                ),
-                helper.make_node("Relu", [f"b{i}"], [f"r{i}"]),
-            ]
-        )
-        return f"r{i}"
+    conv_bn_relu = functools.partial(add_conv_bn_relu, rng, p, frozen, nodes)
 
     x = conv_bn_relu("input", 0, Cin, C1, 3, 1, 1)
     x = conv_bn_relu(x, 1, C1, C1, 3, 1, C1)  # depthwise
@@ -491,36 +498,7 @@ def mobilenet(rng):
     B, Cin, HW, alpha, K = 2, 3, 112, 0.25, 10
     p, frozen, nodes = {}, {}, []
 
-    def conv_bn_relu(x, i, cin, cout, k, stride, group):
-        p[f"conv{i}.weight"] = init(rng, (cout, cin // group, k, k), (cin // group) * k * k)
-        p[f"bn{i}.weight"] = (1.0 + 0.1 * rng.standard_normal(cout)).astype(np.float32)
-        p[f"bn{i}.bias"] = (0.1 * rng.standard_normal(cout)).astype(np.float32)
-        frozen[f"bn{i}.running_mean"] = np.zeros(cout, np.float32)
-        frozen[f"bn{i}.running_var"] = np.ones(cout, np.float32)
-        pad = k // 2
-        nodes.extend(
-            [
-                helper.make_node(
-                    "Conv",
-                    [x, f"conv{i}.weight"],
-                    [f"c{i}"],
-                    kernel_shape=[k, k],
-                    pads=[pad] * 4,
-                    strides=[stride, stride],
-                    group=group,
-                ),
-                helper.make_node(
-                    "BatchNormalization",
-                    [f"c{i}", f"bn{i}.weight", f"bn{i}.bias", f"bn{i}.running_mean", f"bn{i}.running_var"],
-                    [f"b{i}", f"bn{i}.running_mean_out", f"bn{i}.running_var_out"],
-                    epsilon=1e-5,
-                    momentum=0.9,
-                    training_mode=1,
-                ),
-                helper.make_node("Relu", [f"b{i}"], [f"r{i}"]),
-            ]
-        )
-        return f"r{i}"
+    conv_bn_relu = functools.partial(add_conv_bn_relu, rng, p, frozen, nodes)
 
     c = int(32 * alpha)
     x = conv_bn_relu("input", 0, Cin, c, 3, 2, 1)
