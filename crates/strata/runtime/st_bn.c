@@ -75,3 +75,113 @@ void st_bn_grad(void *args) {
         }
     }
 }
+
+/* Channels split over cores. */
+void st_bn_sum(void *args) {
+    const st_bn_sum_args *a = (const st_bn_sum_args *)args;
+    size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        st_psum sum;
+        st_psum_init(&sum);
+        for (int n = 0; n < a->n; n++) {
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) st_psum_add(&sum, xp[i]);
+        }
+        a->s[c] = st_psum_total(&sum);
+    }
+}
+
+/* Channels split over cores. */
+void st_bn_sqdev(void *args) {
+    const st_bn_sqdev_args *a = (const st_bn_sqdev_args *)args;
+    size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        float mean = a->s[c] / a->m;
+        st_psum sq;
+        st_psum_init(&sq);
+        for (int n = 0; n < a->n; n++) {
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) {
+                float d = xp[i] - mean;
+                st_psum_add(&sq, d * d);
+            }
+        }
+        a->q[c] = st_psum_total(&sq);
+    }
+}
+
+/* Channels split over cores. */
+void st_bn_stats(void *args) {
+    const st_bn_stats_args *a = (const st_bn_stats_args *)args;
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        float mean = a->s[c] / a->m, var = a->q[c] / a->m;
+        float rm = a->rm[c], rv = a->rv[c];
+        if (a->mean) a->mean[c] = mean;
+        if (a->inv) a->inv[c] = 1.0f / sqrtf(var + a->eps);
+        if (a->rm_out) a->rm_out[c] = a->mom * rm + (1.0f - a->mom) * mean;
+        if (a->rv_out) a->rv_out[c] = a->mom * rv + (1.0f - a->mom) * var;
+    }
+}
+
+/* (n, c) planes split over cores. */
+void st_bn_apply(void *args) {
+    const st_bn_apply_args *a = (const st_bn_apply_args *)args;
+    size_t sp = (size_t)a->sp, planes = (size_t)a->n * (size_t)a->c;
+    size_t lo, hi;
+    st_split(planes, &lo, &hi);
+    for (size_t p = lo; p < hi; p++) {
+        size_t c = p % (size_t)a->c;
+        float mean = a->mean[c], k = a->scale[c] * a->inv[c], b = a->b[c];
+        const float *xp = a->x + p * sp;
+        float *yp = a->y + p * sp;
+        for (size_t i = 0; i < sp; i++) yp[i] = (xp[i] - mean) * k + b;
+    }
+}
+
+/* Channels split over cores. */
+void st_bn_grad_sum(void *args) {
+    const st_bn_grad_sum_args *a = (const st_bn_grad_sum_args *)args;
+    size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
+    size_t lo, hi;
+    st_split((size_t)a->c, &lo, &hi);
+    for (size_t c = lo; c < hi; c++) {
+        float mean = a->mean[c];
+        st_psum sdb, sdxm;
+        st_psum_init(&sdb);
+        st_psum_init(&sdxm);
+        for (int n = 0; n < a->n; n++) {
+            const float *dyp = a->dy + (size_t)n * cs + c * sp;
+            const float *xp = a->x + (size_t)n * cs + c * sp;
+            for (size_t i = 0; i < sp; i++) {
+                st_psum_add(&sdb, dyp[i]);
+                st_psum_add(&sdxm, dyp[i] * (xp[i] - mean));
+            }
+        }
+        if (a->sdb) a->sdb[c] = st_psum_total(&sdb);
+        if (a->sdxm) a->sdxm[c] = st_psum_total(&sdxm);
+    }
+}
+
+/* (n, c) planes split over cores. */
+void st_bn_grad_apply(void *args) {
+    const st_bn_grad_apply_args *a = (const st_bn_grad_apply_args *)args;
+    size_t sp = (size_t)a->sp, planes = (size_t)a->n * (size_t)a->c;
+    size_t lo, hi;
+    st_split(planes, &lo, &hi);
+    for (size_t p = lo; p < hi; p++) {
+        size_t c = p % (size_t)a->c;
+        float mean = a->mean[c], inv = a->inv[c];
+        float k1 = a->sdb[c] / a->m, k2 = a->sdxm[c] * inv * inv / a->m;
+        float coef = a->scale[c] * inv;
+        const float *dyp = a->dy + p * sp, *xp = a->x + p * sp;
+        float *dxp = a->dx + p * sp;
+        for (size_t i = 0; i < sp; i++)
+            dxp[i] = coef * (dyp[i] - k1 - (xp[i] - mean) * k2);
+    }
+}

@@ -26,4 +26,58 @@ typedef struct {
 } st_bn_grad_args;
 void st_bn_grad(void *args);
 
+/* The stages of a batch normalization split where one channel does not fit
+ * L1 (each the arithmetic of st_bn_train / st_bn_grad at that point; m is
+ * the whole node's count of values per channel, a tile sees only its own):
+ * st_bn_sum: s = sum x; st_bn_sqdev: q = sum (x - s/m)^2 (per channel, over
+ * [n, c, sp]); st_bn_stats: mean, inv_std and the running statistics from
+ * s and q (any output may be NULL; rm_out/rv_out may be rm/rv);
+ * st_bn_apply: y = (x - mean) * (scale * inv) + b; st_bn_grad_sum: sdb =
+ * sum dy, sdxm = sum dy (x - mean) (either may be NULL); st_bn_grad_apply:
+ * dx from those sums as st_bn_grad computes it. */
+typedef struct {
+    const float *x;
+    float *s;
+    int n, c, sp;
+} st_bn_sum_args;
+void st_bn_sum(void *args);
+
+typedef struct {
+    const float *x, *s;
+    float *q;
+    float m;
+    int n, c, sp;
+} st_bn_sqdev_args;
+void st_bn_sqdev(void *args);
+
+typedef struct {
+    const float *s, *q, *rm, *rv;
+    float *mean, *inv, *rm_out, *rv_out;
+    float m, eps, mom;
+    int n, c, sp;
+} st_bn_stats_args;
+void st_bn_stats(void *args);
+
+typedef struct {
+    const float *x, *mean, *inv, *scale, *b;
+    float *y;
+    int n, c, sp;
+} st_bn_apply_args;
+void st_bn_apply(void *args);
+
+typedef struct {
+    const float *dy, *x, *mean;
+    float *sdb, *sdxm;
+    int n, c, sp;
+} st_bn_grad_sum_args;
+void st_bn_grad_sum(void *args);
+
+typedef struct {
+    const float *dy, *x, *scale, *mean, *inv, *sdb, *sdxm;
+    float *dx;
+    float m;
+    int n, c, sp;
+} st_bn_grad_apply_args;
+void st_bn_grad_apply(void *args);
+
 #endif

@@ -91,6 +91,17 @@ impl Target {
     }
 }
 
+/// Make a loaded program ready to plan for `target`: split the nodes whose
+/// smallest tile does not fit its L1 ([`crate::split`]), then choose the
+/// node order ([`schedule::apply`]). Both leave a program already prepared
+/// as it is.
+pub fn prepare(p: &mut Program, target: &Target) -> Result<()> {
+    if let (Some(l1), None) = (target.l1, &p.schedule) {
+        crate::split::batchnorm(p, l1)?;
+    }
+    schedule::apply(p, target.schedule)
+}
+
 /// Lower a planned program and check the lowered program independently.
 pub fn lower_program(p: &Program, plan: &MemoryPlan, target: &Target) -> Result<Lir> {
     let lir = tile::lower(p, plan, &target.lowering())?;
@@ -615,7 +626,7 @@ pub fn compile_for(
 ) -> Result<(Loaded, MemoryPlan, Lir)> {
     outdir::produce(out, |dir| {
         let mut loaded = load_program(input, optimizer, reg)?;
-        schedule::apply(loaded.program_mut(), target.schedule)?;
+        prepare(loaded.program_mut(), target)?;
         let p = loaded.program();
         let (plan, lir) = plan_and_lower(p, target)?;
         let harness = match &loaded {
@@ -712,7 +723,7 @@ pub fn check_for(
         outdir::refuse(w, &outdir::Env::current()?)?;
     }
     let mut f = fixture::load(dir, reg)?;
-    schedule::apply(&mut f.program, target.schedule)?;
+    prepare(&mut f.program, target)?;
     if f.ref_losses.is_none() && f.ref_tensors.is_empty() {
         return Err(Error::Usage(format!(
             "{}: nothing to compare: the fixture has no reference losses or tensors",

@@ -49,6 +49,7 @@ pub mod platform;
 pub mod program;
 pub mod schedule;
 pub mod sim;
+pub mod split;
 pub mod tensor;
 pub mod testing;
 pub mod tile;

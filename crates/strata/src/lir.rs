@@ -205,6 +205,19 @@ impl Kernel {
                 .collect(),
         }
     }
+    /// The op type the cycle model charges: the node's, but `Add` for the
+    /// kernel that adds a partial tile into an accumulated output tile.
+    pub fn op_type<'g>(&self, g: &'g crate::ir::Graph) -> &'g str {
+        let add = self.op.as_deref().is_some_and(|o| {
+            let o: &dyn std::any::Any = o;
+            o.is::<crate::ops::elementwise::Binary>()
+        });
+        if add {
+            "Add"
+        } else {
+            &g.node(self.node).op_type
+        }
+    }
     /// The runtime kernel calls of this tile: those of its own op, else of
     /// `node_op` (the node's).
     pub fn calls(

@@ -118,7 +118,7 @@ impl Clock {
             .iter()
             .map(|o| o.as_ref().map(|o| &o.ty))
             .collect();
-        let w = crate::tile::work(&g.node(k.node).op_type, &ins, &outs);
+        let w = crate::tile::work(k.op_type(g), &ins, &outs);
         // Computing out of L2 (the untiled baseline) pays the slower access.
         let in_l2 = k
             .outputs

@@ -130,8 +130,11 @@ pub fn run_tiled(
     l1: u64,
     buffering: crate::lir::Buffering,
 ) -> Result<TiledRun> {
-    let f = one_step(graph, inputs)?;
+    let mut f = one_step(graph, inputs)?;
+    // The interpreter runs the graph as given; the tiled program splits
+    // what does not fit L1 (`split`) as a compile does.
     let interp = fixture::run_interp(&f)?.tensors;
+    crate::split::batchnorm(&mut f.program, l1)?;
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
     let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
     target.l1 = Some(l1);

@@ -11,6 +11,16 @@
 //! L1 slot, and the node's own op runs on the tile's shapes: tiling along
 //! parallel axes needs no op-specific kernel.
 //!
+//! Some spaces also have *reduced* axes ([`Space::reduce`]: the batch and
+//! rows a convolution's dW and dB sum over, the per-channel sums of a
+//! split batch normalization). A tiling may iterate or split them too; the
+//! tiles along them then accumulate into one output tile: the first writes
+//! it, each later one writes a partial tile into a slot of its own that an
+//! `Add` kernel adds in, and the output tile is stored once. That sums in
+//! another order than the node does whole, so it is chosen only where no
+//! tiling that keeps the reduction whole fits; otherwise a tiled program
+//! gives the interpreter's results bit for bit.
+//!
 //! An op without a tile space runs as one tile: every operand whole in L1.
 //! The tiling is chosen per node by the cycle model ([`Platform`]) under the
 //! L1 budget: fewest modelled cycles, fewer tiles on a tie.
@@ -44,6 +54,12 @@ pub type AxisMap = Vec<Option<usize>>;
 pub struct Space {
     pub dims: Vec<usize>,
     pub parallel: Vec<bool>,
+    /// Reduced axes (empty: none): the outputs do not follow them, and the
+    /// tiles along them accumulate into the same output tile (the first
+    /// writes it, each later one writes a partial tile that an `Add` kernel
+    /// adds in). They are the space's last axes, so the tiles of one output
+    /// tile run one after another.
+    pub reduce: Vec<bool>,
     /// How a tile's op differs from the node's.
     pub retile: Retile,
     /// Input axes read through a window of a space axis (a convolution's
@@ -58,6 +74,17 @@ pub struct Space {
     /// Per input position: its axis map, or `None` for an absent input.
     pub inputs: Vec<Option<AxisMap>>,
     pub outputs: Vec<Option<AxisMap>>,
+}
+
+impl Space {
+    /// Whether space axis `a` is reduced (see [`Space::reduce`]).
+    pub fn reduced(&self, a: usize) -> bool {
+        self.reduce.get(a).copied().unwrap_or(false)
+    }
+    /// Whether a tiling may cut axis `a`: parallel or reduced, and longer than 1.
+    fn cuttable(&self, a: usize) -> bool {
+        (self.parallel[a] || self.reduced(a)) && self.dims[a] > 1
+    }
 }
 
 /// How the op of one tile differs from the node's op.
@@ -77,6 +104,14 @@ pub enum Retile {
     /// from a tile of (n, c) planes, and MaxPoolGrad reading them: the
     /// tile's op knows where its planes sit (space axes 0 and 1 are N and C).
     Planes,
+    /// The window of `Space::windows` read by a convolution gradient's dW or
+    /// dB over a tile of dY's rows: the tile's pads along the first spatial
+    /// axis (the kernel's extents are `kernel`), and for a depthwise
+    /// convolution its group count, the tile's extent on this space axis.
+    WRows {
+        group: Option<usize>,
+        kernel: [usize; 2],
+    },
 }
 
 /// Right-aligned (numpy broadcast) axis map of a rank-`r` operand in a rank-`rank` space.
@@ -338,6 +373,9 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
         outputs[o] = Some((0..r).map(Some).collect());
         let mut shape_only = vec![];
         let parallel;
+        let mut dims = y.shape.clone();
+        let mut reduce = vec![];
+        let mut windows = vec![];
         let mut twindows = vec![];
         let mut retile = if dw {
             Retile::Group(if out_kind(o) == 0 { 1 } else { 0 })
@@ -376,19 +414,30 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                 }
             }
             1 => {
-                // dW [C_out, C_in, kh, kw].
+                // dW [C_out, C_in, kh, kw], summed over N and dY's rows:
+                // space axes 4 and 5, reduced; X's rows through the
+                // windows of those dY rows.
                 if r != 4 {
                     return None;
                 }
-                parallel = vec![true, !dw, false, false];
-                inputs[0] = Some(map(4, &[(1, 0)]));
-                if let Some(xi) = xi {
-                    inputs[xi] = Some(if dw {
-                        map(4, &[(1, 0)])
-                    } else {
-                        map(4, &[(1, 1)])
-                    });
-                }
+                dims = vec![
+                    y.shape[0],
+                    y.shape[1],
+                    y.shape[2],
+                    y.shape[3],
+                    dy.shape[0],
+                    dy.shape[2],
+                ];
+                parallel = vec![true, !dw, false, false, false, false];
+                reduce = vec![false, false, false, false, true, true];
+                inputs[0] = Some(map(4, &[(0, 4), (1, 0), (2, 5)]));
+                let xi = xi?;
+                inputs[xi] = Some(if dw {
+                    map(4, &[(0, 4), (1, 0)])
+                } else {
+                    map(4, &[(0, 4), (1, 1)])
+                });
+                windows.push((xi, 2, 5, win.0, win.1, win.2));
                 if let Some(wi) = wi {
                     inputs[wi] = Some(if dw {
                         map(4, &[(0, 0)])
@@ -397,28 +446,43 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                     });
                     shape_only.push(wi);
                 }
+                retile = Retile::WRows {
+                    group: dw.then_some(0),
+                    kernel: [kh, kw],
+                };
             }
             _ => {
-                // dB [C_out].
-                parallel = vec![true];
-                inputs[0] = Some(map(4, &[(1, 0)]));
+                // dB [C_out], summed over N and dY's rows (space axes 1
+                // and 2, reduced); X and W give the geometry only (X's
+                // rows through the windows of the dY rows).
+                dims = vec![y.shape[0], dy.shape[0], dy.shape[2]];
+                parallel = vec![true, false, false];
+                reduce = vec![false, true, true];
+                inputs[0] = Some(map(4, &[(0, 1), (1, 0), (2, 2)]));
                 if let Some(wi) = wi {
                     inputs[wi] = Some(map(4, &[(0, 0)]));
                     shape_only.push(wi);
                 }
-                if let Some(xi) = xi {
-                    if dw {
-                        inputs[xi] = Some(map(4, &[(1, 0)]));
-                    }
-                    shape_only.push(xi);
-                }
+                let xi = xi?;
+                inputs[xi] = Some(if dw {
+                    map(4, &[(0, 1), (1, 0)])
+                } else {
+                    map(4, &[(0, 1)])
+                });
+                windows.push((xi, 2, 2, win.0, win.1, win.2));
+                shape_only.push(xi);
+                retile = Retile::WRows {
+                    group: dw.then_some(0),
+                    kernel: [kh, kw],
+                };
             }
         }
         let sp = Space {
-            dims: y.shape.clone(),
+            dims,
             parallel,
+            reduce,
             retile,
-            windows: vec![],
+            windows,
             twindows,
             inputs,
             outputs,
@@ -507,6 +571,7 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
             Some(Space {
                 dims: y.shape.clone(),
                 parallel: vec![true, true, rows, false],
+                reduce: vec![],
                 retile,
                 windows,
                 twindows: vec![],
@@ -604,6 +669,69 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
                 ..Default::default()
             })
         }
+        "BatchNormSum" | "BatchNormSqDev" | "BatchNormGradSum" => {
+            // Per-channel sums of a split batch normalization: channels
+            // parallel; the batch and the first spatial axis reduced, their
+            // tiles accumulating into the channels' sums.
+            let x = ins.first().copied().flatten()?;
+            let r = x.shape.len();
+            if r < 2 {
+                return None;
+            }
+            let k = r.min(3);
+            let xm: AxisMap = (0..r)
+                .map(|a| match a {
+                    0 => Some(1),
+                    1 => Some(0),
+                    2 => Some(2),
+                    _ => None,
+                })
+                .collect();
+            let mut dims = vec![x.shape[1], x.shape[0]];
+            dims.extend(x.shape.get(2));
+            Some(Space {
+                dims,
+                parallel: (0..k).map(|a| a == 0).collect(),
+                reduce: (0..k).map(|a| a > 0).collect(),
+                inputs: ins
+                    .iter()
+                    .map(|t| {
+                        t.map(|t| {
+                            if t.shape.len() == r {
+                                xm.clone()
+                            } else {
+                                vec![Some(0)]
+                            }
+                        })
+                    })
+                    .collect(),
+                outputs: outs.iter().map(|t| t.map(|_| vec![Some(0)])).collect(),
+                ..Default::default()
+            })
+        }
+        "BatchNormApply" | "BatchNormGradApply" => {
+            // Element-wise over X, the [C] vectors following its channels.
+            let y = outs.first()?.as_ref()?;
+            let r = y.shape.len();
+            if r < 2 {
+                return None;
+            }
+            let m = |t: &TensorType| -> AxisMap {
+                if t.shape.len() == r {
+                    (0..r).map(Some).collect()
+                } else {
+                    vec![Some(1)]
+                }
+            };
+            Some(Space {
+                dims: y.shape.clone(),
+                parallel: vec![true; r],
+                inputs: ins.iter().map(|t| t.map(m)).collect(),
+                outputs: outs.iter().map(|t| t.map(m)).collect(),
+                ..Default::default()
+            })
+        }
+        "BatchNormStats" => elementwise(&ins, &outs, &[]),
         _ => attr_space(n, g, &ins, &outs),
     }?;
     let _ = rank;
@@ -637,19 +765,11 @@ fn attr_space(
         return elementwise(ins, outs, &[]);
     }
     if let Some(red) = op.downcast_ref::<basic::Reduce>() {
-        // Kept axes are parallel; the reduced ones are taken whole.
-        //
-        // Not split across input tiles (here, nor BatchNorm's statistics,
-        // GlobalAveragePool or the conv gradients' dW/dB): these sums are
-        // pairwise (`Psum`, `st_psum`) so that the interpreter, the
-        // simulator and the C agree bit for bit. Accumulating one output
-        // element over several input tiles in that order needs the
-        // pairwise sum's partial blocks (one per set bit of the count so
-        // far, up to log2 of the length) carried from tile to tile and
-        // combined after the last, in scratch the tile loop does not have;
-        // a running float accumulator in the output tile would add in
-        // another order and round differently. So an output element whose
-        // reduced extent does not fit L1 stays an error naming the node.
+        // Kept axes are parallel; the reduced ones are taken whole. (Not
+        // yet reduced across tiles as the convolution gradients' dW and dB
+        // and the split batch normalization are, `Space::reduce`: no model
+        // the tests know has a ReduceSum or ReduceMean whose reduced extent
+        // comes near L1.)
         let x = ins.first().copied().flatten()?;
         let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
             (Some(a), _) => a.clone(),
@@ -840,7 +960,19 @@ fn valid(sp: &Space, ins: &[Option<&TensorType>], outs: &[Option<&TensorType>]) 
                 })
         }
     };
-    sp.inputs.len() == ins.len()
+    // Reduced axes: none, or a suffix of the axes, never parallel, and
+    // followed by no output.
+    let r = sp.dims.len();
+    let first_reduced = (0..r).find(|&a| sp.reduced(a)).unwrap_or(r);
+    let reduce_ok = (sp.reduce.is_empty() || sp.reduce.len() == r)
+        && (first_reduced..r).all(|a| sp.reduced(a) && !sp.parallel[a])
+        && sp
+            .outputs
+            .iter()
+            .flatten()
+            .all(|m| m.iter().flatten().all(|&a| !sp.reduced(a)));
+    reduce_ok
+        && sp.inputs.len() == ins.len()
         && sp.outputs.len() == outs.len()
         && sp.dims.len() == sp.parallel.len()
         && ins.iter().zip(&sp.inputs).all(|(t, m)| ok(t, m, false))
@@ -914,6 +1046,24 @@ impl Tiling {
                 .collect();
         }
         out
+    }
+    /// Tiles per output tile: how many tiles along the reduced axes
+    /// accumulate into each (1 without reduced axes).
+    fn reduce_tiles(&self, sp: &Space) -> usize {
+        sp.dims
+            .iter()
+            .enumerate()
+            .filter(|&(a, _)| sp.reduced(a))
+            .map(|(a, &d)| {
+                if self.iter[a] {
+                    d
+                } else if self.split.map(|s| s.0) == Some(a) {
+                    d.div_ceil(self.split.unwrap().1)
+                } else {
+                    1
+                }
+            })
+            .product()
     }
     fn count(&self, dims: &[usize]) -> usize {
         dims.iter()
@@ -1243,6 +1393,9 @@ struct Stream {
     resident: bool,
     slots: usize,
     slot_bytes: u64,
+    /// An output accumulated over several tiles (a reduced axis is cut):
+    /// one more L1 slot, after the others, for the partial tiles.
+    partial: bool,
     /// L1 offset of slot 0; slot k at `base + k * slot_bytes`.
     base: u64,
     /// Home in L3: tiles pass through L2 staging slots (set at emission).
@@ -1275,6 +1428,10 @@ impl Stream {
         };
         (ins, outs)
     }
+    /// L1 bytes of the stream's slots.
+    fn l1_bytes(&self) -> u64 {
+        self.slot_bytes * (self.slots as u64 + self.partial as u64)
+    }
     /// L2 staging bytes the stream takes were its tensor in L3.
     fn stage_bytes(&self, buffering: Buffering, ntiles: usize) -> u64 {
         let (i, o) = self.stage_slots(buffering, ntiles);
@@ -1301,6 +1458,7 @@ fn streams(
     };
     let classes = t.classes(&sp.dims);
     let ntiles = t.count(&sp.dims);
+    let rtiles = t.reduce_tiles(sp);
     let max_bytes = |tensor: TensorId, m: &AxisMap, wins: &[Win]| -> u64 {
         let ty = g.ty(tensor);
         classes
@@ -1348,6 +1506,7 @@ fn streams(
             wins,
             resident,
             slots,
+            partial: false,
             base: 0,
             staged: false,
             stage_base: 0,
@@ -1367,11 +1526,13 @@ fn streams(
             map: m,
             wins: vec![],
             resident: false,
-            slots: if buffering == Buffering::Double && ntiles > 1 {
+            // Outputs move once per output tile: per group of reduce tiles.
+            slots: if buffering == Buffering::Double && ntiles / rtiles > 1 {
                 2
             } else {
                 1
             },
+            partial: rtiles > 1,
             base: 0,
             staged: false,
             stage_base: 0,
@@ -1396,14 +1557,17 @@ fn model_cycles(
     let mut total_out = 0.0;
     let mut total_c = 0.0;
     let mut resident = 0.0;
+    // An output tile accumulated over `rt` tiles is stored once, and each
+    // tile but its first adds its partial tile in.
+    let rt = t.reduce_tiles(sp) as f64;
     for (tile, count) in t.classes(&sp.dims) {
-        let (mut din, mut din_res, mut dout) = (0.0, 0.0, 0.0);
+        let (mut din, mut din_res, mut dout, mut acc) = (0.0, 0.0, 0.0, 0.0);
         let mut in_tys: Vec<Option<TensorType>> = vec![None; n.inputs.len()];
         let mut out_tys: Vec<Option<TensorType>> = vec![None; n.outputs.len()];
         for &i in &ph.shape_only {
             if let (Some(t), Some(m)) = (n.inputs[i], &sp.inputs[i]) {
                 let ty = g.ty(t);
-                let reg = region(&ty.shape, m, &tile);
+                let reg = region_w(&ty.shape, m, &windows_of(sp, Some(i)), &tile);
                 in_tys[i] = Some(TensorType::new(
                     ty.dtype,
                     reg.iter().map(|(a, b)| b - a).collect(),
@@ -1431,7 +1595,10 @@ fn model_cycles(
                 in_tys[i] = Some(tty.clone());
             }
             if !s.outputs.is_empty() {
-                dout += cost;
+                dout += cost / rt;
+                if s.partial {
+                    acc += pf.kernel_cycles(Work::Elems(tty.numel() as u64)) * (rt - 1.0) / rt;
+                }
                 for &o in &s.outputs {
                     out_tys[o] = Some(tty.clone());
                 }
@@ -1439,7 +1606,7 @@ fn model_cycles(
         }
         let ins: Vec<Option<&TensorType>> = in_tys.iter().map(|t| t.as_ref()).collect();
         let outs: Vec<Option<&TensorType>> = out_tys.iter().map(|t| t.as_ref()).collect();
-        let c = pf.kernel_cycles(work(&n.op_type, &ins, &outs));
+        let c = pf.kernel_cycles(work(&n.op_type, &ins, &outs)) + acc;
         let k = count as f64;
         total_in += din * k;
         total_out += dout * k;
@@ -1472,6 +1639,15 @@ fn chunk_sizes(d: usize) -> Vec<usize> {
     v
 }
 
+/// Whether every phase of node `n` has a tiling within `l1` bytes of L1
+/// (single-buffered); a phase without a tile space is not judged here.
+pub fn fits(n: &Node, g: &Graph, l1: u64) -> bool {
+    phases(n, g).iter().all(|ph| match &ph.space {
+        Some(sp) => choose(n, g, ph, sp, l1, Buffering::Single, &Platform::default()).is_ok(),
+        None => true,
+    })
+}
+
 /// Choose the tiling of one node under the L1 budget.
 fn choose(
     n: &Node,
@@ -1484,9 +1660,7 @@ fn choose(
 ) -> std::result::Result<Vec<Choice>, u64> {
     let r = sp.dims.len();
     let mut least = u64::MAX;
-    let par: Vec<usize> = (0..r)
-        .filter(|&a| sp.parallel[a] && sp.dims[a] > 1)
-        .collect();
+    let par: Vec<usize> = (0..r).filter(|&a| sp.cuttable(a)).collect();
     // Axes read through a strided transposed window split in stride multiples only.
     let no_iter = |a: usize| sp.twindows.iter().any(|w| w.2 == a && w.4 > 1);
     let mut ranked: Vec<(f64, usize, Tiling, Vec<Stream>, u64)> = Vec::new();
@@ -1536,7 +1710,16 @@ fn choose(
             continue;
         }
         let st = streams(n, g, ph, sp, &t, buffering);
-        let bytes: u64 = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
+        // A tile accumulating into an output tile computes a partial of
+        // its own; an input updated in place cannot.
+        if t.reduce_tiles(sp) > 1
+            && st
+                .iter()
+                .any(|s| s.input.is_some() && !s.outputs.is_empty())
+        {
+            continue;
+        }
+        let bytes: u64 = st.iter().map(Stream::l1_bytes).sum();
         least = least.min(bytes);
         if bytes > l1 {
             continue;
@@ -1546,6 +1729,12 @@ fn choose(
     }
     if ranked.is_empty() {
         return Err(least);
+    }
+    // A reduction is cut across tiles only where no tiling that keeps it
+    // whole fits: whole, every output element is summed in one pass in the
+    // interpreter's order, so the tiled program gives its results bit for bit.
+    if ranked.iter().any(|c| c.2.reduce_tiles(sp) == 1) {
+        ranked.retain(|c| c.2.reduce_tiles(sp) == 1);
     }
     // Fewest modelled cycles, then fewest tiles; the sort is stable, so
     // equal candidates keep their enumeration order (deterministic).
@@ -1749,6 +1938,22 @@ fn tile_op(
                 })
             }
         }
+        Retile::WRows { group, kernel } => {
+            let c = op.downcast_ref::<ConvGrad>()?;
+            let &(i, a, sa, k, st, p) = sp.windows.first()?;
+            let h = g.ty(n.inputs[i]?).shape[a];
+            let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
+            let w2 = c.win.resolve(2, Some(kernel.to_vec())).ok()?;
+            let win = Window {
+                pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
+                ..c.win.clone()
+            };
+            Some(std::sync::Arc::new(ConvGrad {
+                win,
+                group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
+                kind: c.kind,
+            }))
+        }
         Retile::TRows => {
             let c = op.downcast_ref::<ConvGrad>()?;
             let &(i, a, sa, k, st, p) = sp.twindows.first()?;
@@ -1835,7 +2040,7 @@ fn lower_phase(
     // where its double-buffered tiles do not fit: its tiling says so.
     if let Some((b, t, how)) = cache.get(&key) {
         let st = streams(n, g, ph, &sp, t, *b);
-        let bytes = st.iter().map(|s| s.slot_bytes * s.slots as u64).sum();
+        let bytes = st.iter().map(Stream::l1_bytes).sum();
         let ntiles = t.count(&sp.dims);
         let stage_need = st
             .iter()
@@ -1860,6 +2065,11 @@ fn lower_phase(
             Ok(v) => cands.extend(v.into_iter().map(|c| (b, c))),
             Err(least) => need = need.min(least),
         }
+    }
+    // As in `choose`, over both bufferings: a reduction is cut across
+    // tiles only where no tiling that keeps it whole fits.
+    if cands.iter().any(|(_, c)| c.0.reduce_tiles(&sp) == 1) {
+        cands.retain(|(_, c)| c.0.reduce_tiles(&sp) == 1);
     }
     if cands.is_empty() {
         return Err(Error::DoesNotFit {
@@ -1946,7 +2156,7 @@ fn emit_tiles(
     let mut stage_off = 0;
     for s in &mut st {
         s.base = off;
-        off += s.slot_bytes * s.slots as u64;
+        off += s.l1_bytes();
         if let Some(base) = staging {
             if home(p, plan, s.tensor).level() == Level::L3 {
                 s.staged = true;
@@ -1973,6 +2183,11 @@ fn emit_tiles(
     };
     let l1_slot =
         |s: &Stream, slot: usize| Loc::arena(Level::L1, s.base + slot as u64 * s.slot_bytes);
+    // Tiles along the reduced axes accumulate into one output tile: an
+    // output stream moves once per group of `rt` consecutive tiles.
+    let rt = t.reduce_tiles(sp);
+    let last_of_group = |k: usize| k % rt == rt - 1;
+    let out_index = |s: &Stream, k: usize| if s.input.is_none() { k / rt } else { k };
     let in_slot = |s: &Stream, k: usize| {
         let (ni, _) = s.stage_slots(buffering, tiles.len());
         let j = k % ni.max(1);
@@ -1986,7 +2201,7 @@ fn emit_tiles(
         if no == 0 {
             return in_slot(s, k);
         }
-        let j = k % no;
+        let j = out_index(s, k) % no;
         (
             OUT + j,
             Loc::arena(Level::L2, s.stage_base + (ni + j) as u64 * s.slot_bytes),
@@ -2036,11 +2251,17 @@ fn emit_tiles(
             }
         }
     };
-    let slot_of = |s: &Stream, k: usize| if s.resident { 0 } else { k % s.slots };
+    let slot_of = |s: &Stream, k: usize| {
+        if s.resident {
+            0
+        } else {
+            out_index(s, k) % s.slots
+        }
+    };
     // L1 slot → home (or L2 staging slot), for the outputs of tile k.
     let store = |em: &mut Emitter, k: usize| {
         for (si, s) in st.iter().enumerate() {
-            if s.outputs.is_empty() {
+            if s.outputs.is_empty() || !last_of_group(k) {
                 continue;
             }
             let Some((b, bytes)) = boxk(s, k) else {
@@ -2065,7 +2286,7 @@ fn emit_tiles(
     // L2 staging slot → L3, for the staged outputs of tile k.
     let stage_out = |em: &mut Emitter, k: usize| {
         for (si, s) in st.iter().enumerate() {
-            if !s.staged || s.outputs.is_empty() {
+            if !s.staged || s.outputs.is_empty() || !last_of_group(k) {
                 continue;
             }
             let Some((b, _)) = boxk(s, k) else { continue };
@@ -2109,10 +2330,11 @@ fn emit_tiles(
         });
         let mut ins: Vec<Option<Operand>> = vec![None; n.inputs.len()];
         let mut outs: Vec<Option<Operand>> = vec![None; n.outputs.len()];
+        let mut accumulate = Vec::new();
         for &si in &ph.shape_only {
             if let (Some(t), Some(m)) = (n.inputs[si], &sp.inputs[si]) {
                 let ty = g.ty(t);
-                let reg = region(&ty.shape, m, tile);
+                let reg = region_w(&ty.shape, m, &windows_of(sp, Some(si)), tile);
                 let tty = TensorType::new(ty.dtype, reg.iter().map(|(a, b)| b - a).collect());
                 ins[si] = Some(Operand {
                     shape_only: true,
@@ -2134,7 +2356,23 @@ fn emit_tiles(
                 run: b.run,
                 outer: b.outer.clone(),
             };
-            let loc = l1_slot(s, slot_of(s, k));
+            let mut loc = l1_slot(s, slot_of(s, k));
+            if s.partial && k % rt != 0 {
+                // A later tile of the group: its partial goes to the
+                // partial slot, and is added into the output tile.
+                let acc = operand(g, s.tensor, loc, tty.clone(), Some(origin.clone()), false);
+                loc = l1_slot(s, s.slots);
+                let part = operand(g, s.tensor, loc, tty.clone(), Some(origin.clone()), false);
+                accumulate.push(Kernel {
+                    node: NodeId(i as u32),
+                    op: Some(std::sync::Arc::new(crate::ops::elementwise::Binary(
+                        crate::ops::elementwise::BinKind::Add,
+                    ))),
+                    tile: k as u32,
+                    inputs: vec![Some(acc.clone()), Some(part)],
+                    outputs: vec![Some(acc)],
+                });
+            }
             if let Some(i) = s.input {
                 ins[i] = Some(operand(
                     g,
@@ -2164,6 +2402,7 @@ fn emit_tiles(
             inputs: ins,
             outputs: outs,
         }));
+        em.steps.extend(accumulate.into_iter().map(Step::Kernel));
         match buffering {
             Buffering::Single => {
                 store(&mut em, k);

@@ -65,7 +65,7 @@ fn on_rv32(dir: &Path, target: &Target) {
     assert!(stdout.contains("; OK"), "{what}: {stdout}");
     let f = strata::fixture::load(dir, &reg).unwrap();
     let mut f = f;
-    strata::schedule::apply(&mut f.program, target.schedule).unwrap();
+    strata::driver::prepare(&mut f.program, target).unwrap();
     let rv = strata::codegen::harness::read_results(&f, &out.join("results.bin"))
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let cmp = strata::fixture::compare(&f, &rv).unwrap();

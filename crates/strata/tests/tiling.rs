@@ -642,3 +642,196 @@ fn a_tile_of_planes_maps_its_indices_to_the_whole_input() {
     }
     assert_eq!(dxv.iter().sum::<f32>(), (n * ct * 9) as f32);
 }
+
+/// A single-node graph whose reductions do not fit L1 whole: the tiles
+/// along its reduced axes accumulate into the output tile. The simulator
+/// and the C run the same tiles in the same order, so they agree bit for
+/// bit; the interpreter sums each output element in one pass, so its
+/// rounding differs: within `rel` of the largest output (a relative bound
+/// of a few f32 roundings per partial sum). Returns,
+/// per budget and buffering, every node's tiling (`op type (tiles): how`,
+/// joined by ` | `).
+fn reduces_across_tiles(
+    domain: &str,
+    op: &str,
+    attrs: &[Attribute],
+    inputs: Vec<(In, Option<Tensor>)>,
+    outputs: &[bool],
+    l1s: &[u64],
+    rel: f32,
+) -> Vec<String> {
+    let (ins, vals): (Vec<In>, Vec<Option<Tensor>>) = inputs.into_iter().unzip();
+    let vals: Vec<Tensor> = vals.into_iter().flatten().collect();
+    let graph = || {
+        let ins = ins
+            .iter()
+            .map(|i| match i {
+                In::Data(t) => In::Data(t.clone()),
+                In::Const(v) => In::Const(v.clone()),
+                In::Absent => In::Absent,
+            })
+            .collect();
+        single_node(domain, op, attrs, ins, outputs).unwrap()
+    };
+    let mut hows = Vec::new();
+    for &l1 in l1s {
+        for b in [Buffering::Single, Buffering::Double] {
+            let what = format!("{op} at L1 {l1} {b:?}");
+            let r =
+                run_tiled(graph(), vals.clone(), l1, b).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let how = r
+                .tilings
+                .iter()
+                .map(|t| format!("{} ({} tiles): {}", t.op_type, t.tiles, t.how))
+                .collect::<Vec<_>>()
+                .join(" | ");
+            eprintln!("{what}: {how}");
+            for t in &r.tilings {
+                assert!(t.l1_bytes <= l1, "{what}: {} bytes of L1", t.l1_bytes);
+            }
+            for (k, ((i, s), c)) in r.interp.iter().zip(&r.sim).zip(&r.c).enumerate() {
+                assert_eq!(i.ty(), s.ty(), "{what}: output {k}");
+                assert!(
+                    s.to_le_bytes() == c.to_le_bytes(),
+                    "{what} ({how}): C output {k} differs from the simulator's"
+                );
+                let scale = i.as_f32().iter().fold(0f32, |m, v| m.max(v.abs()));
+                let d = strata::tensor::max_abs_diff(i.as_f32(), s.as_f32());
+                assert!(
+                    d <= rel * scale,
+                    "{what} ({how}): output {k} is {d} from the interpreter's (scale {scale})"
+                );
+            }
+            hows.push(how);
+        }
+    }
+    hows
+}
+
+/// A convolution's weight and bias gradients sum over the batch and dY's
+/// rows: where one (output, input) channel pair of the whole batch does not
+/// fit L1 (the stem of MobileNetV1 at batch 2, 112x112), the batch and the
+/// rows are cut and the tiles accumulate; X's rows follow through the
+/// windows of the dY rows (stride 2, pad 1). Ungrouped and depthwise.
+#[test]
+fn conv_weight_gradients_accumulate_across_tiles() {
+    let mut rng = Rng(21);
+    for (c, m, group) in [(3usize, 4usize, 1i64), (4, 4, 4)] {
+        let x = rng.tensor(&[3, c, 70, 66]);
+        let w = rng.tensor(&[m, c / group as usize, 3, 3]);
+        let dy = rng.tensor(&[3, m, 35, 33]);
+        let attrs = [
+            attr_ints("kernel_shape", &[3, 3]),
+            attr_ints("strides", &[2, 2]),
+            attr_ints("pads", &[1, 1, 1, 1]),
+            attr_i("group", group),
+        ];
+        let hows = reduces_across_tiles(
+            strata::ops::MS,
+            "ConvGrad",
+            &attrs,
+            vec![data(&dy), data(&x), data(&w)],
+            &[false, true, true],
+            &[12_000, 40_000],
+            1e-5,
+        );
+        // dW and dB: some tiling cuts a reduced axis (space axes 4, 5 of
+        // dW and 1, 2 of dB).
+        let cuts = |out: &str, axes: &[&str]| {
+            hows.iter().any(|h| {
+                h.split("; ")
+                    .filter(|p| p.contains(out))
+                    .any(|p| axes.iter().any(|a| p.contains(a)))
+            })
+        };
+        assert!(
+            cuts("output 1:", &["axis 4", "axis 5"]),
+            "group {group}: dW never accumulates: {hows:?}"
+        );
+        assert!(
+            cuts("output 2:", &["axis 1", "axis 2"]),
+            "group {group}: dB never accumulates: {hows:?}"
+        );
+    }
+}
+
+/// Batch normalization whose channel (the whole batch's N × H × W) does not
+/// fit L1: the node is split into per-channel sums that tile along the batch
+/// and the rows and accumulate, a per-channel step and element-wise stages
+/// (`strata::split`), forward with every output (the running statistics in
+/// place) and the gradient.
+#[test]
+fn batchnorm_splits_where_a_channel_does_not_fit() {
+    let mut rng = Rng(23);
+    let shape = [4usize, 3, 24, 40];
+    let (x, dy) = (rng.tensor(&shape), rng.tensor(&shape));
+    let c = [3usize];
+    let (scale, b, rm, rv) = (
+        rng.tensor(&c),
+        rng.tensor(&c),
+        rng.tensor(&c),
+        rng.tensor(&c),
+    );
+    let attrs = [
+        strata::testing::attr_f("epsilon", 1e-5),
+        strata::testing::attr_f("momentum", 0.9),
+    ];
+    let fwd = reduces_across_tiles(
+        strata::ops::MS,
+        "BatchNormInternal",
+        &attrs,
+        vec![data(&x), data(&scale), data(&b), data(&rm), data(&rv)],
+        &[true, true, true, true, true],
+        &[12_000, 20_000],
+        1e-5,
+    );
+    for h in &fwd {
+        for stage in [
+            "BatchNormSum",
+            "BatchNormSqDev",
+            "BatchNormStats",
+            "BatchNormApply",
+        ] {
+            assert!(h.contains(stage), "{stage} missing: {h}");
+        }
+    }
+    // The sums accumulate across tiles of the batch or the rows.
+    assert!(
+        fwd.iter().any(|h| h.split(" | ").any(
+            |p| p.starts_with("BatchNormSum") && (p.contains("axis 1") || p.contains("axis 2"))
+        )),
+        "{fwd:?}"
+    );
+    let mean = rng.tensor(&c);
+    let inv = Tensor::f32(vec![3], vec![0.9, 1.3, 2.1]);
+    let grad = reduces_across_tiles(
+        strata::ops::MS,
+        "BatchNormalizationGrad",
+        &[],
+        vec![data(&dy), data(&x), data(&scale), data(&mean), data(&inv)],
+        &[true, true, true],
+        &[12_000, 20_000],
+        1e-5,
+    );
+    for h in &grad {
+        for stage in ["BatchNormGradSum", "BatchNormGradApply", "Mul"] {
+            assert!(h.contains(stage), "{stage} missing: {h}");
+        }
+    }
+    // A budget that holds a channel keeps the node whole.
+    let whole = reduces_across_tiles(
+        strata::ops::MS,
+        "BatchNormalizationGrad",
+        &[],
+        vec![data(&dy), data(&x), data(&scale), data(&mean), data(&inv)],
+        &[true, true, true],
+        &[128_000],
+        0.0,
+    );
+    assert!(
+        whole
+            .iter()
+            .all(|h| h.starts_with("BatchNormalizationGrad")),
+        "{whole:?}"
+    );
+}

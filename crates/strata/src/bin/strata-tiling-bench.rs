@@ -76,7 +76,7 @@ fn cell(dir: &Path, t: &Target) -> Result<(), String> {
     for _ in 0..RUNS {
         let t0 = Instant::now();
         let mut loaded = driver::load_program(dir, None, &reg).map_err(|e| e.to_string())?;
-        strata::schedule::apply(loaded.program_mut(), t.schedule).map_err(|e| e.to_string())?;
+        strata::driver::prepare(loaded.program_mut(), t).map_err(|e| e.to_string())?;
         let p = loaded.program();
         let (plan, lir) = driver::plan_and_lower(p, t).map_err(|e| e.to_string())?;
         let (h, c) = strata::codegen::emit_model(p, &plan, &lir).map_err(|e| e.to_string())?;

@@ -217,6 +217,7 @@ impl Registry {
         conv::register(&mut r);
         pool::register(&mut r);
         norm::register_batchnorm(&mut r);
+        norm::register_batchnorm_split(&mut r);
         loss::register(&mut r);
         shape::register(&mut r);
         train::register(&mut r);
