@@ -765,11 +765,10 @@ fn attr_space(
         return elementwise(ins, outs, &[]);
     }
     if let Some(red) = op.downcast_ref::<basic::Reduce>() {
-        // Kept axes are parallel; the reduced ones are taken whole. (Not
-        // yet reduced across tiles as the convolution gradients' dW and dB
-        // and the split batch normalization are, `Space::reduce`: no model
-        // the tests know has a ReduceSum or ReduceMean whose reduced extent
-        // comes near L1.)
+        // Kept axes are parallel. ReduceSum's reduced axes follow space
+        // axes of their own after Y's, reduced (`Space::reduce`): a tile's
+        // op sums its part and the tiles accumulate. ReduceMean's are taken
+        // whole (a tile's op divides by its own count, not the node's).
         let x = ins.first().copied().flatten()?;
         let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
             (Some(a), _) => a.clone(),
@@ -796,11 +795,19 @@ fn attr_space(
                 k += 1;
             }
         }
+        let mut dims = y.shape.clone();
+        if red.kind == basic::ReduceKind::Sum {
+            for i in (0..rx).filter(|&i| reduced[i]) {
+                xm[i] = Some(dims.len());
+                dims.push(x.shape[i]);
+            }
+        }
         let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
         inputs[0] = Some(xm);
         return Some(Space {
-            dims: y.shape.clone(),
-            parallel: vec![true; r],
+            parallel: (0..dims.len()).map(|a| a < r).collect(),
+            reduce: (0..dims.len()).map(|a| a >= r).collect(),
+            dims,
             inputs,
             outputs: vec![Some(ident)],
             ..Default::default()

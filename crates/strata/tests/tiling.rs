@@ -835,3 +835,26 @@ fn batchnorm_splits_where_a_channel_does_not_fit() {
         "{whole:?}"
     );
 }
+
+/// ReduceSum whose reduced extent does not fit L1: its reduced axes are cut
+/// and the tiles accumulate (a Gemm bias gradient's shape, a long batch);
+/// with keepdims and without.
+#[test]
+fn reduce_sum_accumulates_across_tiles() {
+    let mut rng = Rng(29);
+    let x = rng.tensor(&[3000, 5]);
+    for keep in [0i64, 1] {
+        let hows = reduces_across_tiles(
+            "",
+            "ReduceSum",
+            &[attr_ints("axes", &[0]), attr_i("keepdims", keep)],
+            vec![data(&x)],
+            &[true],
+            &[6_000, 10_000],
+            1e-5,
+        );
+        // Axis 0 (keepdims: axes 0, 1) is Y's; the reduced axis follows.
+        let reduced = if keep == 1 { "axis 2" } else { "axis 1" };
+        assert!(hows.iter().all(|h| h.contains(reduced)), "{hows:?}");
+    }
+}
