@@ -69,6 +69,6 @@ void st_reduce(void *args) {
             st_psum_add(&sum, r->x[off]);
         }
         float acc = st_psum_total(&sum);
-        r->y[o] = r->mean ? acc / (float)n_red : acc;
+        r->y[o] = r->mean ? acc / (float)(r->div ? (size_t)r->div : n_red) : acc;
     }
 }

@@ -21,13 +21,15 @@ void st_relu(void *args);
 typedef struct { const float *dy, *x; float *dx; int n; } st_relu_grad_args;
 void st_relu_grad(void *args);
 
-/* y[o] = sum (or mean) over the reduced axes; dims/strides describe the input. */
+/* y[o] = sum (or mean) over the reduced axes; dims/strides describe the input.
+ * A mean divides by div when it is not 0 (a tile of a reduction cut across
+ * tiles divides by the whole node's count), else by the reduced count. */
 typedef struct {
     const float *x;
     float *y;
     int n_kept, kept_dims[8], kept_strides[8];
     int n_red, red_dims[8], red_strides[8];
-    int mean;
+    int mean, div;
 } st_reduce_args;
 void st_reduce(void *args);
 

@@ -112,6 +112,10 @@ pub enum Retile {
         group: Option<usize>,
         kernel: [usize; 2],
     },
+    /// A ReduceMean whose reduced axes (the space's reduced ones) count
+    /// this many values: a tile that holds only part of them divides its
+    /// sum by the node's count, so the tiles' partial means add up.
+    Mean(usize),
 }
 
 /// Right-aligned (numpy broadcast) axis map of a rank-`r` operand in a rank-`rank` space.
@@ -765,10 +769,10 @@ fn attr_space(
         return elementwise(ins, outs, &[]);
     }
     if let Some(red) = op.downcast_ref::<basic::Reduce>() {
-        // Kept axes are parallel. ReduceSum's reduced axes follow space
-        // axes of their own after Y's, reduced (`Space::reduce`): a tile's
-        // op sums its part and the tiles accumulate. ReduceMean's are taken
-        // whole (a tile's op divides by its own count, not the node's).
+        // Kept axes are parallel; the reduced axes follow space axes of
+        // their own after Y's, reduced (`Space::reduce`): a tile's op sums
+        // its part and the tiles accumulate. A tile of a mean cut across
+        // tiles divides by the node's count (`Retile::Mean`).
         let x = ins.first().copied().flatten()?;
         let axes: Vec<i64> = match (&red.axes_attr, n.inputs.get(1).copied().flatten()) {
             (Some(a), _) => a.clone(),
@@ -796,18 +800,22 @@ fn attr_space(
             }
         }
         let mut dims = y.shape.clone();
-        if red.kind == basic::ReduceKind::Sum {
-            for i in (0..rx).filter(|&i| reduced[i]) {
-                xm[i] = Some(dims.len());
-                dims.push(x.shape[i]);
-            }
+        for i in (0..rx).filter(|&i| reduced[i]) {
+            xm[i] = Some(dims.len());
+            dims.push(x.shape[i]);
         }
+        let count: usize = dims[r..].iter().product();
         let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
         inputs[0] = Some(xm);
         return Some(Space {
             parallel: (0..dims.len()).map(|a| a < r).collect(),
             reduce: (0..dims.len()).map(|a| a >= r).collect(),
             dims,
+            retile: if red.kind == basic::ReduceKind::Mean {
+                Retile::Mean(count)
+            } else {
+                Retile::Same
+            },
             inputs,
             outputs: vec![Some(ident)],
             ..Default::default()
@@ -1960,6 +1968,21 @@ fn tile_op(
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
                 kind: c.kind,
             }))
+        }
+        Retile::Mean(count) => {
+            let whole = (0..sp.dims.len())
+                .filter(|&a| sp.reduced(a))
+                .all(|a| tile[a] == (0, sp.dims[a]));
+            let r = op.downcast_ref::<crate::ops::basic::Reduce>()?;
+            (!whole).then(|| {
+                std::sync::Arc::new(crate::ops::basic::Reduce {
+                    kind: r.kind,
+                    axes_attr: r.axes_attr.clone(),
+                    keepdims: r.keepdims,
+                    noop_with_empty_axes: r.noop_with_empty_axes,
+                    divisor: Some(count),
+                }) as std::sync::Arc<dyn crate::ops::Op>
+            })
         }
         Retile::TRows => {
             let c = op.downcast_ref::<ConvGrad>()?;

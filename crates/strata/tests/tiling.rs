@@ -836,17 +836,23 @@ fn batchnorm_splits_where_a_channel_does_not_fit() {
     );
 }
 
-/// ReduceSum whose reduced extent does not fit L1: its reduced axes are cut
-/// and the tiles accumulate (a Gemm bias gradient's shape, a long batch);
-/// with keepdims and without.
+/// ReduceSum and ReduceMean whose reduced extent does not fit L1: their
+/// reduced axes are cut and the tiles accumulate (a Gemm bias gradient's
+/// shape, a long batch; a mean's tiles divide by the node's count); with
+/// keepdims and without.
 #[test]
-fn reduce_sum_accumulates_across_tiles() {
+fn reductions_accumulate_across_tiles() {
     let mut rng = Rng(29);
     let x = rng.tensor(&[3000, 5]);
-    for keep in [0i64, 1] {
+    for (op, keep) in [
+        ("ReduceSum", 0i64),
+        ("ReduceSum", 1),
+        ("ReduceMean", 0),
+        ("ReduceMean", 1),
+    ] {
         let hows = reduces_across_tiles(
             "",
-            "ReduceSum",
+            op,
             &[attr_ints("axes", &[0]), attr_i("keepdims", keep)],
             vec![data(&x)],
             &[true],

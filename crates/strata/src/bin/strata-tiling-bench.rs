@@ -373,5 +373,7 @@ fn levels(cases: &[(String, PathBuf)]) {
             mb / MEMORY_BOUND_MB
         );
     }
-    println!("(program, L1) cells where double buffering at L3 is slower than single: {l3_db_slower}");
+    println!(
+        "(program, L1) cells where double buffering at L3 is slower than single: {l3_db_slower}"
+    );
 }

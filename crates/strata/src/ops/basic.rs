@@ -502,6 +502,9 @@ pub struct Reduce {
     pub axes_attr: Option<Vec<i64>>,
     pub keepdims: bool,
     pub noop_with_empty_axes: bool,
+    /// What a mean divides by, when not its own reduced count: a tile of a
+    /// mean cut across tiles divides by the whole node's count.
+    pub divisor: Option<usize>,
 }
 
 fn parse_reduce(a: &Attrs<'_>, kind: ReduceKind) -> Result<Box<dyn Op>, OpError> {
@@ -510,6 +513,7 @@ fn parse_reduce(a: &Attrs<'_>, kind: ReduceKind) -> Result<Box<dyn Op>, OpError>
         axes_attr: a.ints("axes"),
         keepdims: a.int_or("keepdims", 1) != 0,
         noop_with_empty_axes: a.int_or("noop_with_empty_axes", 0) != 0,
+        divisor: None,
     })
 }
 
@@ -620,7 +624,7 @@ impl Op for Reduce {
         let n_out: usize = p.kept_dims.iter().product();
         Ok(vec![crate::by_real!(inputs, R => {
             let xv = x.as_real::<R>();
-            let count = R::from_usize(p.red_count());
+            let count = R::from_usize(self.divisor.unwrap_or(p.red_count()));
             let y = (0..n_out)
                 .map(|o| {
                     let mut sum = super::util::Psum::new();
@@ -638,7 +642,11 @@ impl Op for Reduce {
     }
     fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         let p = self.plan_of(k.input(0)?, k.value(1))?;
-        Ok(vec![reduce_call(&p, self.kind == ReduceKind::Mean)?])
+        let mut call = reduce_call(&p, self.kind == ReduceKind::Mean)?;
+        if let (Some(d), ReduceKind::Mean) = (self.divisor, self.kind) {
+            call.args.push(("div", Arg::int(d)));
+        }
+        Ok(vec![call])
     }
 }
 
