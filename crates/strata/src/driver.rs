@@ -490,7 +490,8 @@ pub fn lir_summary(lir: &Lir) -> String {
     }
     writeln!(
         s,
-        "lowered: {} steps, {} DMA commands per training step, {} per optimizer step{}",
+        "lowered: {} steps ({} as written, tile loops rolled), {} DMA commands per training step, {} per optimizer step{}",
+        lir.flat_len(0..lir.steps.len()),
         lir.steps.len(),
         lir.dma_commands(0..lir.train_end),
         lir.dma_commands(lir.train_end..lir.steps.len()),

@@ -234,7 +234,218 @@ pub enum Step {
     Dma(Dma),
     Wait(u32),
     Kernel(Kernel),
+    /// A tile loop (never nested).
+    Loop(Loop),
 }
+
+/// A tile loop: `count` iterations of `body`. Iteration `t` is the body
+/// with every number of every step ([`Step::numbers`]: DMA ids, offsets,
+/// tile index) advanced by `t` times its increment in `advance`, an affine
+/// rule; everything else (levels, shapes, types, ops) is the same in every
+/// iteration. A node's tiles repeat this way, so a lowered program grows
+/// with its ops, not its tiles.
+#[derive(Clone, Debug)]
+pub struct Loop {
+    pub count: u32,
+    pub body: Vec<Step>,
+    /// Per body step, the per-iteration increment of each of its numbers.
+    pub advance: Vec<Vec<i64>>,
+}
+
+impl Loop {
+    /// The steps of iteration `t`.
+    pub fn iteration(&self, t: u32) -> impl Iterator<Item = Step> + '_ {
+        self.body.iter().zip(&self.advance).map(move |(s, d)| {
+            let v: Vec<u64> = s
+                .numbers()
+                .iter()
+                .zip(d)
+                .map(|(&x, &dx)| (x as i64 + t as i64 * dx) as u64)
+                .collect();
+            s.with_numbers(&v)
+        })
+    }
+}
+
+impl Step {
+    /// The numbers a tile loop advances: a DMA's id and its source and
+    /// destination offsets, a wait's id, a kernel's tile index and its
+    /// operands' offsets (L1 or home, and their home boxes').
+    pub fn numbers(&self) -> Vec<u64> {
+        match self {
+            Step::Dma(d) => vec![d.id as u64, d.src.offset, d.dst.offset],
+            Step::Wait(id) => vec![*id as u64],
+            Step::Kernel(k) => {
+                let mut v = vec![k.tile as u64];
+                for o in k.inputs.iter().chain(&k.outputs).flatten() {
+                    v.push(o.loc.offset);
+                    if let Some(h) = &o.home {
+                        v.push(h.at.offset);
+                    }
+                }
+                v
+            }
+            Step::Loop(_) => vec![],
+        }
+    }
+    /// This step with its numbers replaced (in [`Step::numbers`]' order).
+    pub fn with_numbers(&self, v: &[u64]) -> Step {
+        match self {
+            Step::Dma(d) => Step::Dma(Dma {
+                id: v[0] as u32,
+                src: Loc {
+                    offset: v[1],
+                    ..d.src
+                },
+                dst: Loc {
+                    offset: v[2],
+                    ..d.dst
+                },
+                shape: d.shape,
+            }),
+            Step::Wait(_) => Step::Wait(v[0] as u32),
+            Step::Kernel(k) => {
+                let mut k = k.clone();
+                k.tile = v[0] as u32;
+                let mut i = 1;
+                for o in k.inputs.iter_mut().chain(k.outputs.iter_mut()).flatten() {
+                    o.loc.offset = v[i];
+                    i += 1;
+                    if let Some(h) = &mut o.home {
+                        h.at.offset = v[i];
+                        i += 1;
+                    }
+                }
+                Step::Kernel(k)
+            }
+            Step::Loop(l) => Step::Loop(l.clone()),
+        }
+    }
+    /// Everything of the step but its numbers: two steps with the same
+    /// shape differ only in [`Step::numbers`].
+    fn shape_key(&self) -> String {
+        match self {
+            Step::Dma(d) => format!("D {:?} {:?} {:?}", d.src.base, d.dst.base, d.shape),
+            Step::Wait(_) => "W".into(),
+            Step::Kernel(k) => {
+                let mut s = format!("K {} {:?}", k.node.0, k.op);
+                for o in k.inputs.iter().chain(&k.outputs) {
+                    match o {
+                        None => s.push_str(" -"),
+                        Some(o) => s.push_str(&format!(
+                            " ({:?} {} {:?} {} {:?})",
+                            o.loc.base,
+                            o.ty,
+                            o.value,
+                            o.shape_only,
+                            o.home.as_ref().map(|h| (h.at.base, h.run, &h.outer))
+                        )),
+                    }
+                }
+                s
+            }
+            Step::Loop(_) => "L".into(),
+        }
+    }
+}
+
+/// The steps with every loop expanded, in the order they run.
+pub fn expand(steps: &[Step]) -> impl Iterator<Item = std::borrow::Cow<'_, Step>> {
+    use std::borrow::Cow;
+    steps
+        .iter()
+        .flat_map(|s| -> Box<dyn Iterator<Item = Cow<'_, Step>> + '_> {
+            match s {
+                Step::Loop(l) => Box::new(
+                    (0..l.count)
+                        .flat_map(move |t| l.iteration(t))
+                        .map(Cow::Owned),
+                ),
+                s => Box::new(std::iter::once(Cow::Borrowed(s))),
+            }
+        })
+}
+
+/// Roll runs of steps into tile loops: where a block of `p` steps repeats
+/// (at least [`MIN_REPEATS`] times, `p` up to [`MAX_PERIOD`]) with the same
+/// shapes and numbers that advance by a constant from block to block, the
+/// run becomes one [`Loop`]; at each position the period covering the most
+/// steps wins, the shortest on a tie. Exact: [`expand`] gives `steps` back.
+pub fn roll(steps: Vec<Step>) -> Vec<Step> {
+    let keys: Vec<String> = steps.iter().map(Step::shape_key).collect();
+    let nums: Vec<Vec<u64>> = steps.iter().map(Step::numbers).collect();
+    let n = steps.len();
+    // Blocks 0..k of period p from `at` repeat affinely.
+    let run_len = |at: usize, p: usize| -> usize {
+        let d: Vec<Vec<i128>> = (0..p)
+            .map(|j| {
+                nums[at + j]
+                    .iter()
+                    .zip(&nums[at + p + j])
+                    .map(|(&a, &b)| b as i128 - a as i128)
+                    .collect()
+            })
+            .collect();
+        let mut k = 1;
+        while at + (k + 1) * p <= n
+            && (0..p).all(|j| {
+                let (a, b) = (at + j, at + k * p + j);
+                keys[a] == keys[b]
+                    && nums[a]
+                        .iter()
+                        .zip(&nums[b])
+                        .zip(&d[j])
+                        .all(|((&x, &y), &dd)| y as i128 == x as i128 + k as i128 * dd)
+            })
+        {
+            k += 1;
+        }
+        k
+    };
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < n {
+        let mut best = (1usize, 1usize);
+        for p in 1..=MAX_PERIOD.min((n - at) / 2) {
+            if keys[at + p] != keys[at] {
+                continue;
+            }
+            let k = run_len(at, p);
+            if k >= MIN_REPEATS && k * p > best.0 * best.1 {
+                best = (p, k);
+            }
+        }
+        let (p, k) = best;
+        if k < MIN_REPEATS {
+            out.push(steps[at].clone());
+            at += 1;
+            continue;
+        }
+        let advance = (0..p)
+            .map(|j| {
+                nums[at + j]
+                    .iter()
+                    .zip(&nums[at + p + j])
+                    .map(|(&a, &b)| b as i64 - a as i64)
+                    .collect()
+            })
+            .collect();
+        out.push(Step::Loop(Loop {
+            count: k as u32,
+            body: steps[at..at + p].to_vec(),
+            advance,
+        }));
+        at += k * p;
+    }
+    out
+}
+
+/// The fewest repeats of a block that become a loop.
+pub const MIN_REPEATS: usize = 3;
+/// The longest block a loop repeats: a double-buffered tile alternates its
+/// slots, so its steps repeat with a period of two tiles (tens of steps for
+/// a node with many operands, each staged through L2).
+pub const MAX_PERIOD: usize = 256;
 
 /// How an op's tiles are pipelined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -295,12 +506,42 @@ impl Lir {
     pub fn arena(&self, l: Level) -> u64 {
         self.arenas.get(&l).copied().unwrap_or(0)
     }
-    /// DMA commands in `range` of the steps.
+    /// DMA commands in `range` of the steps (loops expanded).
     pub fn dma_commands(&self, range: std::ops::Range<usize>) -> usize {
         self.steps[range]
             .iter()
-            .filter(|s| matches!(s, Step::Dma(_)))
-            .count()
+            .map(|s| match s {
+                Step::Dma(_) => 1,
+                Step::Loop(l) => {
+                    l.count as usize * l.body.iter().filter(|b| matches!(b, Step::Dma(_))).count()
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+    /// Steps with every loop expanded (what [`expand`] gives).
+    pub fn flat_len(&self, range: std::ops::Range<usize>) -> usize {
+        self.steps[range]
+            .iter()
+            .map(|s| match s {
+                Step::Loop(l) => l.count as usize * l.body.len(),
+                _ => 1,
+            })
+            .sum()
+    }
+    /// Expand every loop in place (node ranges and the training step's end
+    /// follow): the flat program, step for step, e.g. to edit one tile.
+    pub fn unroll(&mut self) {
+        let mut steps = Vec::new();
+        let mut node_steps = Vec::with_capacity(self.node_steps.len());
+        for r in &self.node_steps {
+            let start = steps.len();
+            steps.extend(expand(&self.steps[r.clone()]).map(|s| s.into_owned()));
+            node_steps.push(start..steps.len());
+        }
+        self.train_end = self.flat_len(0..self.train_end);
+        self.steps = steps;
+        self.node_steps = node_steps;
     }
 }
 
@@ -445,8 +686,11 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
         }
         Ok(())
     };
-    for (i, step) in lir.steps.iter().enumerate() {
-        if i == lir.train_end && !in_flight.is_empty() {
+    let train_end = lir.flat_len(0..lir.train_end);
+    let mut total = 0;
+    for (i, step) in expand(&lir.steps).enumerate() {
+        total = i + 1;
+        if i == train_end && !in_flight.is_empty() {
             return Err(fail(
                 i,
                 format!(
@@ -455,7 +699,8 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
                 ),
             ));
         }
-        match step {
+        match &*step {
+            Step::Loop(_) => unreachable!("expanded"),
             Step::Dma(d) => {
                 if in_flight.contains_key(&d.id) {
                     return Err(fail(i, format!("DMA id {} reused while in flight", d.id)));
@@ -604,9 +849,73 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
     }
     if let Some(id) = in_flight.keys().next() {
         return Err(fail(
-            lir.steps.len(),
+            total,
             format!("the program ends with DMA {id} in flight"),
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dma(id: u32, src: u64, dst: u64, bytes: u64) -> Step {
+        Step::Dma(Dma {
+            id,
+            src: Loc::arena(Level::L2, src),
+            dst: Loc::arena(Level::L1, dst),
+            shape: Shape::contiguous(bytes),
+        })
+    }
+
+    /// Rolling is exact: the loops expand to the very steps rolled, for
+    /// periodic runs (alternating slots, advancing ids and offsets), runs
+    /// broken by a step off the rule, and aperiodic noise.
+    #[test]
+    fn rolled_steps_expand_to_the_original() {
+        let mut seed = 7u64;
+        let mut rnd = move |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for case in 0..200 {
+            let mut steps = Vec::new();
+            let mut id = 0u32;
+            for _ in 0..(1 + rnd(6)) {
+                let tiles = rnd(12);
+                let slots = 1 + rnd(2);
+                let bytes = 64 * (1 + rnd(4));
+                for k in 0..tiles {
+                    steps.push(dma(id, 4096 + k * bytes, (k % slots) * 512, bytes));
+                    steps.push(Step::Wait(id));
+                    id += 1;
+                    if rnd(10) == 0 {
+                        // Off the rule: another size.
+                        steps.push(dma(id, 0, 0, 8));
+                        steps.push(Step::Wait(id));
+                        id += 1;
+                    }
+                }
+            }
+            let before = format!("{steps:?}");
+            let rolled = roll(steps.clone());
+            let after: Vec<Step> = expand(&rolled).map(|s| s.into_owned()).collect();
+            assert_eq!(format!("{after:?}"), before, "case {case}");
+            assert!(rolled.len() <= steps.len());
+        }
+        // A long periodic run becomes one loop.
+        let steps: Vec<Step> = (0..40u32)
+            .flat_map(|k| {
+                [
+                    dma(k, 1000 + 64 * k as u64, (k as u64 % 2) * 64, 64),
+                    Step::Wait(k),
+                ]
+            })
+            .collect();
+        let rolled = roll(steps);
+        assert_eq!(rolled.len(), 1);
+        let Step::Loop(l) = &rolled[0] else { panic!() };
+        assert_eq!((l.count, l.body.len()), (20, 4));
+    }
 }

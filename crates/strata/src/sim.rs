@@ -139,8 +139,9 @@ impl Clock {
 /// The modelled cycles of a run of steps from an idle machine (no numerics).
 pub fn time(steps: &[Step], g: &crate::ir::Graph, pf: &Platform) -> f64 {
     let mut c = Clock::default();
-    for s in steps {
-        match s {
+    for s in crate::lir::expand(steps) {
+        match &*s {
+            Step::Loop(_) => unreachable!("expanded"),
             Step::Dma(d) => {
                 c.dma(pf, d);
             }
@@ -273,9 +274,14 @@ impl<'a> Sim<'a> {
                 node_of[s] = n;
             }
         }
-        for i in range {
+        let lir = self.lir;
+        for step in
+            range.flat_map(|i| crate::lir::expand(&lir.steps[i..i + 1]).map(move |s| (i, s)))
+        {
+            let (i, step) = step;
             let n = node_of[i];
-            match &self.lir.steps[i] {
+            match &*step {
+                Step::Loop(_) => unreachable!("expanded"),
                 Step::Dma(d) => {
                     let sh = d.shape;
                     let mut writes = Vec::new();

@@ -17,9 +17,11 @@
 //! tiles along them then accumulate into one output tile: the first writes
 //! it, each later one writes a partial tile into a slot of its own that an
 //! `Add` kernel adds in, and the output tile is stored once. That sums in
-//! another order than the node does whole, so it is chosen only where no
-//! tiling that keeps the reduction whole fits; otherwise a tiled program
-//! gives the interpreter's results bit for bit.
+//! another order than the node does whole, so within a buffering it is a
+//! candidate only where no tiling that keeps the reduction whole fits (the
+//! simulator and the C agree bit for bit either way: same tiles, same
+//! order); a program whose reductions all fit gives the interpreter's
+//! results bit for bit.
 //!
 //! An op without a tile space runs as one tile: every operand whole in L1.
 //! The tiling is chosen per node by the cycle model ([`Platform`]) under the
@@ -1745,9 +1747,11 @@ fn choose(
     if ranked.is_empty() {
         return Err(least);
     }
-    // A reduction is cut across tiles only where no tiling that keeps it
-    // whole fits: whole, every output element is summed in one pass in the
-    // interpreter's order, so the tiled program gives its results bit for bit.
+    // A reduction is cut across tiles only where no tiling of this
+    // buffering that keeps it whole fits: whole, every output element is
+    // summed in one pass in the interpreter's order, bit for bit. (The
+    // double-buffered cut may still win over the single-buffered whole
+    // tiling, timed, in `lower_phase`.)
     if ranked.iter().any(|c| c.2.reduce_tiles(sp) == 1) {
         ranked.retain(|c| c.2.reduce_tiles(sp) == 1);
     }
@@ -2095,11 +2099,6 @@ fn lower_phase(
             Ok(v) => cands.extend(v.into_iter().map(|c| (b, c))),
             Err(least) => need = need.min(least),
         }
-    }
-    // As in `choose`, over both bufferings: a reduction is cut across
-    // tiles only where no tiling that keeps it whole fits.
-    if cands.iter().any(|(_, c)| c.0.reduce_tiles(&sp) == 1) {
-        cands.retain(|(_, c)| c.0.reduce_tiles(&sp) == 1);
     }
     if cands.is_empty() {
         return Err(Error::DoesNotFit {
@@ -2545,6 +2544,9 @@ pub fn lower_with(
             staging_peak = staging_peak.max(staged);
             tilings.push(t);
         }
+        // The node's tiles repeat: roll them into tile loops.
+        let rolled = lir::roll(steps.split_off(start));
+        steps.extend(rolled);
         node_steps.push(start..steps.len());
     }
     if p.train_end >= g.nodes.len() {

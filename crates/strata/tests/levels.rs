@@ -296,9 +296,11 @@ fn l3_compile_is_deterministic() {
 fn lowered_l3(dir: &Path, l1: u64) -> (strata::program::Program, lir::Lir) {
     let reg = Registry::standard();
     let f = strata::fixture::load(dir, &reg).unwrap();
-    let (_, l) =
+    let (_, mut l) =
         driver::plan_and_lower(&f.program, &target(Level::L3, Some(l1), Buffering::Double))
             .unwrap();
+    // Tile by tile: the corruptions below edit one step of one tile.
+    l.unroll();
     (f.program, l)
 }
 
@@ -398,7 +400,8 @@ fn in_place_updates_in_l3_write_back_exactly_once() {
         let reg = Registry::standard();
         let f = strata::fixture::load(&dir, &reg).unwrap();
         let p = &f.program;
-        let (plan, l) = driver::plan_and_lower(p, &target(Level::L3, Some(l1), b)).unwrap();
+        let (plan, mut l) = driver::plan_and_lower(p, &target(Level::L3, Some(l1), b)).unwrap();
+        l.unroll();
         let mut seen = 0;
         for (n, node) in p.graph.nodes.iter().enumerate() {
             if !matches!(node.op_type.as_str(), "SGD" | "InPlaceAccumulatorV2") {

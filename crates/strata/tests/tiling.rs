@@ -97,7 +97,9 @@ fn lowered(dir: &Path, l1: u64, b: Buffering) -> (strata::program::Program, lir:
     let reg = Registry::standard();
     let f = strata::fixture::load(dir, &reg).unwrap();
     let plan = driver::plan_program(&f.program, driver::DEFAULT_L2).unwrap();
-    let l = driver::lower_program(&f.program, &plan, &target(l1, b)).unwrap();
+    let mut l = driver::lower_program(&f.program, &plan, &target(l1, b)).unwrap();
+    // Tile by tile: the corruptions below edit one step of one tile.
+    l.unroll();
     (f.program, l)
 }
 
@@ -863,4 +865,84 @@ fn reductions_accumulate_across_tiles() {
         let reduced = if keep == 1 { "axis 2" } else { "axis 1" };
         assert!(hows.iter().all(|h| h.contains(reduced)), "{hows:?}");
     }
+}
+
+/// The lowered program keeps a node's tiles as tile loops: its steps grow
+/// with the ops, not the tiles (a budget 60 times smaller runs the same
+/// program in several times the steps for less than twice as many
+/// written), the loops expand to exactly the program the checker and the
+/// simulator run, and the checker catches a wait dropped from a loop's body.
+#[test]
+fn tile_loops_keep_the_program_the_size_of_its_ops() {
+    let dir = workspace().join("examples/ort/cnn_deep");
+    let reg = Registry::standard();
+    // As a compile does: split what does not fit, order, plan, lower.
+    let lower_at = |l1: u64| {
+        let mut f = strata::fixture::load(&dir, &reg).unwrap();
+        let t = target(l1, Buffering::Double);
+        driver::prepare(&mut f.program, &t).unwrap();
+        let plan = driver::plan_program(&f.program, 10_000_000).unwrap();
+        let l = driver::lower_program(&f.program, &plan, &t).unwrap();
+        (f.program, l)
+    };
+    let mut sizes = Vec::new();
+    for l1 in [128_000u64, 2_048] {
+        let (p, l) = lower_at(l1);
+        let flat = l.flat_len(0..l.steps.len());
+        let loops = l
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Loop(_)))
+            .count();
+        eprintln!(
+            "L1 {l1}: {} steps written, {flat} run, {loops} loops",
+            l.steps.len()
+        );
+        sizes.push((l.steps.len(), flat, loops));
+        // Expanded, it is a program of plain steps with the same DMA count.
+        let mut u = l.clone();
+        u.unroll();
+        assert_eq!(u.steps.len(), flat);
+        assert!(u.steps.iter().all(|s| !matches!(s, Step::Loop(_))));
+        assert_eq!(
+            u.dma_commands(0..u.steps.len()),
+            l.dma_commands(0..l.steps.len())
+        );
+        assert_eq!(u.train_end, l.flat_len(0..l.train_end));
+        checks(&p, &u).unwrap();
+    }
+    let (small, big) = (sizes[0], sizes[1]);
+    assert!(
+        big.1 > 4 * small.1,
+        "the small budget runs many more steps: {sizes:?}"
+    );
+    assert!(
+        big.0 < 2 * small.0,
+        "steps written grow with tiles: {sizes:?}"
+    );
+    assert!(big.2 > 0);
+    // A wait dropped from the body of a loop whose body waits: caught.
+    let (p, mut l) = lower_at(2_048);
+    let (li, wi) = l
+        .steps
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| match s {
+            Step::Loop(lp) => lp
+                .body
+                .iter()
+                .position(|b| matches!(b, Step::Wait(_)))
+                .map(|w| (i, w)),
+            _ => None,
+        })
+        .expect("a loop that waits");
+    if let Step::Loop(lp) = &mut l.steps[li] {
+        lp.body.remove(wi);
+        lp.advance.remove(wi);
+    }
+    let e = checks(&p, &l).unwrap_err();
+    assert!(
+        e.contains("waited") || e.contains("in flight") || e.contains("still"),
+        "{e}"
+    );
 }

@@ -343,17 +343,37 @@ fn emit_steps(
             "node {n}: {} ({}): {what}",
             node.name, node.op_type
         ));
-        let mut lines = String::new();
-        for step in &lir.steps[lir.node_steps[n].clone()] {
-            emit_step(&mut lines, p, step)?;
-        }
         // `emit_step` indents each statement one level; the writer owns the
-        // indentation, and the rolled loops indent their bodies one more.
-        let stmts: Vec<String> = lines
-            .lines()
-            .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
-            .collect();
-        w.lines(roll::roll(&stmts, ""));
+        // indentation, and the loops indent their bodies one more.
+        let stmts = |step: &Step| -> Result<Vec<String>> {
+            let mut lines = String::new();
+            emit_step(&mut lines, p, step)?;
+            Ok(lines
+                .lines()
+                .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
+                .collect())
+        };
+        let mut out = Vec::new();
+        for step in &lir.steps[lir.node_steps[n].clone()] {
+            match step {
+                Step::Loop(l) => {
+                    let mut iters = Vec::with_capacity(l.count as usize);
+                    for t in 0..l.count {
+                        let mut it = Vec::new();
+                        for s in l.iteration(t) {
+                            it.extend(stmts(&s)?);
+                        }
+                        iters.push(it);
+                    }
+                    match roll::affine_loop(&iters) {
+                        Some(lines) => out.extend(lines),
+                        None => out.extend(iters.into_iter().flatten()),
+                    }
+                }
+                s => out.extend(stmts(s)?),
+            }
+        }
+        w.lines(out);
     }
     Ok(())
 }
@@ -406,6 +426,13 @@ pub fn emit_step(c: &mut String, p: &Program, step: &Step) -> Result<()> {
             writeln!(c, "    {call}").unwrap();
         }
         Step::Wait(id) => writeln!(c, "    st_dma_wait({id});").unwrap(),
+        Step::Loop(l) => {
+            for t in 0..l.count {
+                for s in l.iteration(t) {
+                    emit_step(c, p, &s)?;
+                }
+            }
+        }
         Step::Kernel(k) => {
             let n = g.node(k.node);
             let mut checks = Vec::new();

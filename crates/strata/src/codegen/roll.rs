@@ -1,9 +1,8 @@
-//! Loop rolling of emitted C: a node's tiles emit the same statements with
-//! different integer literals (offsets, DMA ids, extents). Runs of blocks
-//! whose statements match but for literals that change by a constant step
-//! from block to block become one `for` loop, so the emitted code grows with
-//! the number of ops, not of tiles. The transformation is textual and
-//! exact: every literal of every iteration is the one it replaces.
+//! The C of a tile loop of the LIR ([`crate::lir::Loop`]): its iterations
+//! emit the same statements with integer literals (offsets, DMA ids) that
+//! advance by a constant step, which one `for` loop writes as `v0 + t*d`,
+//! so the emitted code grows with the number of ops, not of tiles. Exact:
+//! every literal of every iteration is checked to be the one it replaces.
 
 /// One statement: its text with every standalone integer literal replaced by
 /// a hole, and the literals in order.
@@ -49,43 +48,6 @@ fn parse(line: &str) -> Stmt {
     Stmt { template, ints }
 }
 
-/// The literals of block `k` (statements `at + k*p .. at + (k+1)*p`), flattened.
-fn block_ints(s: &[Stmt], at: usize, p: usize, k: usize) -> Vec<u64> {
-    s[at + k * p..at + (k + 1) * p]
-        .iter()
-        .flat_map(|x| x.ints.iter().copied())
-        .collect()
-}
-
-/// How many blocks of `p` statements from `at` repeat with affine literals.
-fn run_len(s: &[Stmt], at: usize, p: usize) -> usize {
-    let same = |k: usize| (0..p).all(|j| s[at + j].template == s[at + k * p + j].template);
-    if at + 2 * p > s.len() || !same(1) {
-        return 1;
-    }
-    let v0 = block_ints(s, at, p, 0);
-    let v1 = block_ints(s, at, p, 1);
-    let d: Vec<i128> = v0
-        .iter()
-        .zip(&v1)
-        .map(|(a, b)| *b as i128 - *a as i128)
-        .collect();
-    let mut k = 2;
-    while at + (k + 1) * p <= s.len() && same(k) {
-        let vk = block_ints(s, at, p, k);
-        if !vk
-            .iter()
-            .zip(&v0)
-            .zip(&d)
-            .all(|((x, a), dd)| *x as i128 == *a as i128 + k as i128 * dd)
-        {
-            break;
-        }
-        k += 1;
-    }
-    k
-}
-
 /// A literal of iteration `t`: `v0 + t*d`.
 fn affine(v0: u64, d: i128) -> String {
     match d {
@@ -96,54 +58,65 @@ fn affine(v0: u64, d: i128) -> String {
     }
 }
 
-/// Roll `lines` (one statement each, already indented by `indent`).
-pub fn roll(lines: &[String], indent: &str) -> Vec<String> {
-    const MIN_REPEATS: usize = 3;
-    // A double-buffered tile alternates its slots, so its statements repeat
-    // with a period of two tiles: tens of statements for a node with many
-    // operands, each staged through L2.
-    const MAX_PERIOD: usize = 256;
-    let s: Vec<Stmt> = lines.iter().map(|l| parse(l.trim_start())).collect();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < s.len() {
-        // The period covering the most statements, the shortest on a tie;
-        // only periods whose next block starts with the same statement.
-        let mut best = (1usize, 1usize);
-        for p in 1..=MAX_PERIOD.min((s.len() - at) / 2) {
-            if s[at + p].template != s[at].template {
-                continue;
-            }
-            let k = run_len(&s, at, p);
-            if k >= MIN_REPEATS && k * p > best.0 * best.1 {
-                best = (p, k);
+/// The C of a tile loop ([`crate::lir::Loop`]) from the statements of each
+/// of its iterations: one `for` whose body is the first iteration's
+/// statements with every integer literal that changes written as
+/// `v0 + t*d`, or `None` when the iterations' statements do not match that
+/// rule literal for literal (then the caller writes them out one by one).
+pub fn affine_loop(iters: &[Vec<String>]) -> Option<Vec<String>> {
+    iters.first()?;
+    let parsed: Vec<Vec<Stmt>> = iters
+        .iter()
+        .map(|it| it.iter().map(|l| parse(l.trim_start())).collect())
+        .collect();
+    let p0 = &parsed[0];
+    let d: Vec<Vec<i128>> = match parsed.get(1) {
+        Some(p1) if p1.len() == p0.len() => p0
+            .iter()
+            .zip(p1)
+            .map(|(a, b)| {
+                a.ints
+                    .iter()
+                    .zip(&b.ints)
+                    .map(|(&x, &y)| y as i128 - x as i128)
+                    .collect()
+            })
+            .collect(),
+        _ => return None,
+    };
+    for (t, it) in parsed.iter().enumerate() {
+        if it.len() != p0.len() {
+            return None;
+        }
+        for ((a, b), dd) in p0.iter().zip(it).zip(&d) {
+            if a.template != b.template
+                || a.ints.len() != b.ints.len()
+                || a.ints
+                    .iter()
+                    .zip(&b.ints)
+                    .zip(dd)
+                    .any(|((&x, &y), &k)| y as i128 != x as i128 + t as i128 * k)
+            {
+                return None;
             }
         }
-        let (p, k) = best;
-        if k < MIN_REPEATS {
-            out.push(lines[at].clone());
-            at += 1;
-            continue;
-        }
-        let v0 = block_ints(&s, at, p, 0);
-        let v1 = block_ints(&s, at, p, 1);
-        out.push(format!("{indent}for (uint32_t t = 0; t < {k}u; t++) {{"));
-        let mut n = 0;
-        for stmt in &s[at..at + p] {
-            let mut text = String::new();
-            for (j, piece) in stmt.template.iter().enumerate() {
-                text.push_str(piece);
-                if j < stmt.ints.len() {
-                    text.push_str(&affine(v0[n], v1[n] as i128 - v0[n] as i128));
-                    n += 1;
-                }
-            }
-            out.push(format!("{indent}    {text}"));
-        }
-        out.push(format!("{indent}}}"));
-        at += k * p;
     }
-    out
+    let mut out = vec![format!(
+        "for (uint32_t t = 0; t < {}u; t++) {{",
+        iters.len()
+    )];
+    for (stmt, dd) in p0.iter().zip(&d) {
+        let mut text = String::new();
+        for (j, piece) in stmt.template.iter().enumerate() {
+            text.push_str(piece);
+            if j < stmt.ints.len() {
+                text.push_str(&affine(stmt.ints[j], dd[j]));
+            }
+        }
+        out.push(format!("    {text}"));
+    }
+    out.push("}".into());
+    Some(out)
 }
 
 #[cfg(test)]
@@ -223,21 +196,31 @@ mod tests {
     }
 
     #[test]
-    fn rolled_code_unrolls_to_the_original() {
-        let mut lines = vec!["a = 1;".to_string()];
-        for k in 0..20u64 {
-            lines.push(format!(
-                "st_dma({}, st_l1 + {}, st_l2 + {}, 64);",
-                3 + 2 * k,
-                (k % 2) * 256,
-                4096 - 64 * k
-            ));
-            lines.push(format!("st_dma_wait({});", 3 + 2 * k));
-            lines.push(format!("kernel(st_l1 + {}, {});", (k % 2) * 256, 16));
-        }
-        lines.push("b = 2;".to_string());
-        let rolled = roll(&lines, "");
-        assert!(rolled.len() < lines.len() / 2, "{rolled:#?}");
-        assert_eq!(unroll(&rolled), lines);
+    fn a_loop_unrolls_to_its_iterations() {
+        let iters: Vec<Vec<String>> = (0..20u64)
+            .map(|k| {
+                vec![
+                    format!(
+                        "st_dma({}, st_l1 + {}, st_l2 + {}, 64);",
+                        3 + 2 * k,
+                        256,
+                        4096 - 64 * k
+                    ),
+                    format!("st_dma_wait({});", 3 + 2 * k),
+                    format!("kernel(st_l1 + {}, {});", 256, 16),
+                ]
+            })
+            .collect();
+        let rolled = affine_loop(&iters).unwrap();
+        assert_eq!(rolled.len(), 5, "{rolled:#?}");
+        assert_eq!(unroll(&rolled), iters.concat());
+        // A literal off the rule in one iteration: no loop.
+        let mut off = iters.clone();
+        off[7][2] = "kernel(st_l1 + 256, 17);".into();
+        assert!(affine_loop(&off).is_none());
+        // A statement of another shape: no loop.
+        let mut other = iters;
+        other[3][1] = "st_dma_wait2(9);".into();
+        assert!(affine_loop(&other).is_none());
     }
 }
