@@ -876,7 +876,9 @@ mod tests {
     fn rolled_steps_expand_to_the_original() {
         let mut seed = 7u64;
         let mut rnd = move |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) % m
         };
         for case in 0..200 {

@@ -270,17 +270,7 @@ fn splits_exactly(
 ) -> Vec<Tensor> {
     let (ins, vals): (Vec<In>, Vec<Option<Tensor>>) = inputs.into_iter().unzip();
     let vals: Vec<Tensor> = vals.into_iter().flatten().collect();
-    let graph = || {
-        let ins = ins
-            .iter()
-            .map(|i| match i {
-                In::Data(t) => In::Data(t.clone()),
-                In::Const(v) => In::Const(v.clone()),
-                In::Absent => In::Absent,
-            })
-            .collect();
-        single_node(domain, op, attrs, ins, outputs).unwrap()
-    };
+    let graph = || single_node(domain, op, attrs, copy(&ins), outputs).unwrap();
     let g = graph();
     let biggest = g.tensors.iter().map(|t| t.ty.bytes() as u64).max().unwrap();
     let mut interp = None;
@@ -311,6 +301,17 @@ fn splits_exactly(
         }
     }
     interp.unwrap()
+}
+
+/// A copy of a node's input list (one graph per run).
+fn copy(ins: &[In]) -> Vec<In> {
+    ins.iter()
+        .map(|i| match i {
+            In::Data(t) => In::Data(t.clone()),
+            In::Const(v) => In::Const(v.clone()),
+            In::Absent => In::Absent,
+        })
+        .collect()
 }
 
 fn data(t: &Tensor) -> (In, Option<Tensor>) {
@@ -664,17 +665,7 @@ fn reduces_across_tiles(
 ) -> Vec<String> {
     let (ins, vals): (Vec<In>, Vec<Option<Tensor>>) = inputs.into_iter().unzip();
     let vals: Vec<Tensor> = vals.into_iter().flatten().collect();
-    let graph = || {
-        let ins = ins
-            .iter()
-            .map(|i| match i {
-                In::Data(t) => In::Data(t.clone()),
-                In::Const(v) => In::Const(v.clone()),
-                In::Absent => In::Absent,
-            })
-            .collect();
-        single_node(domain, op, attrs, ins, outputs).unwrap()
-    };
+    let graph = || single_node(domain, op, attrs, copy(&ins), outputs).unwrap();
     let mut hows = Vec::new();
     for &l1 in l1s {
         for b in [Buffering::Single, Buffering::Double] {
