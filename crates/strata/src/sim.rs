@@ -40,6 +40,12 @@ pub struct OpCycles {
     pub dma: u64,
     /// Cycles the cores waited for a transfer.
     pub stall: u64,
+    /// The node's own bounds: its work at the peak rate, and its bytes over
+    /// each channel's bandwidth (cluster DMA, L3).
+    #[serde(skip)]
+    pub work: f64,
+    #[serde(skip)]
+    pub transfer: [f64; 2],
 }
 
 /// Cycle counts of a simulated run.
@@ -56,6 +62,12 @@ pub struct Cycles {
 pub struct Bounds {
     pub compute: u64,
     pub transfer: u64,
+    /// Σ over nodes of max(the node's compute, its transfers): nodes run
+    /// one after another (a node's pipeline drains before the next
+    /// starts), so a program whose compute-bound nodes (convolutions) and
+    /// transfer-bound ones (element-wise, BatchNorm, accumulators) take
+    /// turns cannot beat this, however well each node overlaps its own.
+    pub sequential: u64,
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -299,8 +311,10 @@ impl<'a> Sim<'a> {
                     self.ops[n].dma += cost as u64;
                     if d.src.level() == Level::L3 || d.dst.level() == Level::L3 {
                         self.transfer_bound[1] += sh.total() as f64 / self.pf.l3_bw;
+                        self.ops[n].transfer[1] += sh.total() as f64 / self.pf.l3_bw;
                     } else {
                         self.transfer_bound[0] += sh.total() as f64 / self.pf.dma_bw;
+                        self.ops[n].transfer[0] += sh.total() as f64 / self.pf.dma_bw;
                     }
                     if self.pending.insert(d.id, writes).is_some() {
                         return Err(Error::Backend(format!(
@@ -358,6 +372,7 @@ impl<'a> Sim<'a> {
                     let (c, w) = self.clock.kernel(&self.pf, g, k);
                     self.ops[n].compute += c as u64;
                     self.compute_bound += w;
+                    self.ops[n].work += w;
                 }
             }
         }
@@ -421,6 +436,12 @@ pub fn run_fixture(
         compute: sim.compute_bound.round() as u64,
         // The two channels run side by side: the busier one bounds the run.
         transfer: sim.transfer_bound[0].max(sim.transfer_bound[1]).round() as u64,
+        sequential: sim
+            .ops
+            .iter()
+            .map(|o| o.work.max(o.transfer[0]).max(o.transfer[1]))
+            .sum::<f64>()
+            .round() as u64,
     };
     rep.dma_commands
         .insert("train".into(), lir.dma_commands(0..lir.train_end) as u64);

@@ -493,6 +493,14 @@ pub fn check_cell_on(
     }
     let cycles = s.cycles.as_ref().expect("the simulator counts cycles");
     assert!(cycles.total > 0 && cycles.total == cycles.train + cycles.optimizer);
+    // No run beats its bounds: each node takes at least its own compute and
+    // its own transfers, and nodes run one after another.
+    let b = s.bounds.as_ref().expect("the simulator reports bounds");
+    assert!(
+        b.sequential >= b.compute.max(b.transfer) && cycles.total + 2 >= b.sequential,
+        "{what}: cycles {} against bounds {b:?}",
+        cycles.total
+    );
     for &ct in c_targets {
         let mut target = target.clone();
         target.c_target = ct;
