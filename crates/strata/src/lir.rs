@@ -686,6 +686,16 @@ pub fn check(lir: &Lir, consts: &ConstSizes) -> Result<()> {
         }
         Ok(())
     };
+    if lir.train_end > lir.steps.len() {
+        return Err(fail(
+            lir.steps.len(),
+            format!(
+                "the training step ends at step {} of a program of {}",
+                lir.train_end,
+                lir.steps.len()
+            ),
+        ));
+    }
     let train_end = lir.flat_len(0..lir.train_end);
     let mut total = 0;
     for (i, step) in expand(&lir.steps).enumerate() {

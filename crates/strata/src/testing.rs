@@ -154,6 +154,41 @@ pub fn run_tiled(
     })
 }
 
+/// A graph run once by the interpreter and, tiled into L1, by the
+/// simulator, with the program and its (checked) lowering.
+pub struct SimRun {
+    pub interp: Vec<Tensor>,
+    pub sim: Vec<Tensor>,
+    pub program: Program,
+    pub lir: crate::lir::Lir,
+}
+
+/// [`run_tiled`] without the C: the interpreter, then the program split,
+/// planned, lowered into `l1` bytes of L1 (the LIR checker passing) and run
+/// by the simulator.
+pub fn run_tiled_sim(
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    l1: u64,
+    buffering: crate::lir::Buffering,
+) -> Result<SimRun> {
+    let mut f = one_step(graph, inputs)?;
+    let interp = fixture::run_interp(&f)?.tensors;
+    crate::split::batchnorm(&mut f.program, l1)?;
+    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
+    let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
+    target.l1 = Some(l1);
+    target.buffering = buffering;
+    let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
+    let (sim, _) = crate::sim::run_fixture(&f, &plan, &lir, &target.platform)?;
+    Ok(SimRun {
+        interp,
+        sim: sim.tensors,
+        program: f.program,
+        lir,
+    })
+}
+
 fn run_fixture_c(f: &Fixture) -> Result<Vec<Tensor>> {
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
     let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
