@@ -332,11 +332,12 @@ impl Step {
                 for o in k.inputs.iter().chain(&k.outputs) {
                     match o {
                         None => s.push_str(" -"),
+                        // A constant value is the constant its base names.
                         Some(o) => s.push_str(&format!(
-                            " ({:?} {} {:?} {} {:?})",
+                            " ({:?} {} {} {} {:?})",
                             o.loc.base,
                             o.ty,
-                            o.value,
+                            o.value.is_some(),
                             o.shape_only,
                             o.home.as_ref().map(|h| (h.at.base, h.run, &h.outer))
                         )),
@@ -372,30 +373,32 @@ pub fn expand(steps: &[Step]) -> impl Iterator<Item = std::borrow::Cow<'_, Step>
 /// run becomes one [`Loop`]; at each position the period covering the most
 /// steps wins, the shortest on a tie. Exact: [`expand`] gives `steps` back.
 pub fn roll(steps: Vec<Step>) -> Vec<Step> {
-    let keys: Vec<String> = steps.iter().map(Step::shape_key).collect();
+    // Each distinct shape as a small number, compared many times below.
+    let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    let keys: Vec<u32> = steps
+        .iter()
+        .map(|s| {
+            let n = ids.len() as u32;
+            *ids.entry(s.shape_key()).or_insert(n)
+        })
+        .collect();
     let nums: Vec<Vec<u64>> = steps.iter().map(Step::numbers).collect();
     let n = steps.len();
-    // Blocks 0..k of period p from `at` repeat affinely.
+    // Blocks 0..k of period p from `at` repeat affinely: block k's numbers
+    // are block 0's plus k times (block 1's − block 0's).
     let run_len = |at: usize, p: usize| -> usize {
-        let d: Vec<Vec<i128>> = (0..p)
-            .map(|j| {
-                nums[at + j]
-                    .iter()
-                    .zip(&nums[at + p + j])
-                    .map(|(&a, &b)| b as i128 - a as i128)
-                    .collect()
-            })
-            .collect();
         let mut k = 1;
         while at + (k + 1) * p <= n
             && (0..p).all(|j| {
-                let (a, b) = (at + j, at + k * p + j);
-                keys[a] == keys[b]
+                let (a, b1, bk) = (at + j, at + p + j, at + k * p + j);
+                keys[a] == keys[bk]
                     && nums[a]
                         .iter()
-                        .zip(&nums[b])
-                        .zip(&d[j])
-                        .all(|((&x, &y), &dd)| y as i128 == x as i128 + k as i128 * dd)
+                        .zip(&nums[b1])
+                        .zip(&nums[bk])
+                        .all(|((&x, &y), &z)| {
+                            z as i128 == x as i128 + k as i128 * (y as i128 - x as i128)
+                        })
             })
         {
             k += 1;
