@@ -811,6 +811,26 @@ fn batchnorm_splits_where_a_channel_does_not_fit() {
             assert!(h.contains(stage), "{stage} missing: {h}");
         }
     }
+    // BatchNorm over [N, C] (no spatial axes): the sums tile the batch.
+    let x2 = rng.tensor(&[3000, 4]);
+    let c4 = [4usize];
+    let v = |rng: &mut Rng| rng.tensor(&c4);
+    let (s2, b2, m2, r2) = (v(&mut rng), v(&mut rng), v(&mut rng), v(&mut rng));
+    let flat = reduces_across_tiles(
+        strata::ops::MS,
+        "BatchNormInternal",
+        &attrs,
+        vec![data(&x2), data(&s2), data(&b2), data(&m2), data(&r2)],
+        &[true, true, true, true, true],
+        &[12_000],
+        1e-5,
+    );
+    assert!(
+        flat.iter().all(|h| h
+            .split(" | ")
+            .any(|p| p.starts_with("BatchNormSum") && p.contains("axis 1"))),
+        "{flat:?}"
+    );
     // A budget that holds a channel keeps the node whole.
     let whole = reduces_across_tiles(
         strata::ops::MS,
