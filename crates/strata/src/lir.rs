@@ -593,46 +593,53 @@ impl Ranges {
 }
 
 /// What L1 bytes hold: per range, the home address its first byte mirrors
-/// (`home.offset - start` is constant along a contiguous run).
+/// (`home.offset - start` is constant along a contiguous run). Ranges do
+/// not overlap; keyed by their start, so a write or a lookup touches only
+/// the ranges it overlaps.
 #[derive(Default)]
-struct Content(Vec<(u64, u64, Base, i64)>);
+struct Content(BTreeMap<u64, (u64, Base, i64)>);
 
 impl Content {
+    /// The ranges overlapping `[s, e)`: (start, end, home base, home - start).
+    fn overlapping(&self, s: u64, e: u64) -> Vec<(u64, u64, Base, i64)> {
+        let before = self
+            .0
+            .range(..s)
+            .next_back()
+            .filter(|(_, &(b, ..))| b > s)
+            .map(|(&a, &(b, hb, d))| (a, b, hb, d));
+        before
+            .into_iter()
+            .chain(self.0.range(s..e).map(|(&a, &(b, hb, d))| (a, b, hb, d)))
+            .collect()
+    }
     fn write(&mut self, s: u64, e: u64, base: Base, home: u64) {
-        let mut next = Vec::with_capacity(self.0.len() + 2);
-        for &(a, b, hb, d) in &self.0 {
-            if b <= s || e <= a {
-                next.push((a, b, hb, d));
-            } else {
-                if a < s {
-                    next.push((a, s, hb, d));
-                }
-                if e < b {
-                    next.push((e, b, hb, d));
-                }
+        for (a, b, hb, d) in self.overlapping(s, e) {
+            self.0.remove(&a);
+            if a < s {
+                self.0.insert(a, (s, hb, d));
+            }
+            if e < b {
+                self.0.insert(e, (b, hb, d));
             }
         }
-        next.push((s, e, base, home as i64 - s as i64));
-        self.0 = next;
+        self.0.insert(s, (e, base, home as i64 - s as i64));
     }
     /// The pieces of `[s, e)` that hold data, clipped: (start, end, home base, home - start).
     fn pieces(&self, s: u64, e: u64) -> Vec<(u64, u64, Base, i64)> {
-        self.0
-            .iter()
-            .filter(|&&(a, b, ..)| a < e && s < b)
-            .map(|&(a, b, hb, d)| (a.max(s), b.min(e), hb, d))
+        self.overlapping(s, e)
+            .into_iter()
+            .map(|(a, b, hb, d)| (a.max(s), b.min(e), hb, d))
             .collect()
     }
     /// Whether byte `s` mirrors `home`, and every byte of `[s, e)` holds some loaded or computed data.
     fn holds(&self, s: u64, e: u64, home: &Loc) -> bool {
         let mut covered = 0;
         let mut first = false;
-        for &(a, b, hb, d) in &self.0 {
-            if a < e && s < b {
-                covered += b.min(e) - a.max(s);
-                if a <= s && s < b {
-                    first = hb == home.base && s as i64 + d == home.offset as i64;
-                }
+        for (a, b, hb, d) in self.overlapping(s, e) {
+            covered += b.min(e) - a.max(s);
+            if a <= s && s < b {
+                first = hb == home.base && s as i64 + d == home.offset as i64;
             }
         }
         first && covered == e - s
