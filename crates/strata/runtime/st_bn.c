@@ -1,5 +1,48 @@
 #include "st_bn.h"
 
+/* The per-channel sums every kernel below takes, pairwise over channel c's
+ * values of [n, c, sp] (batch, then spatial), cs = c * sp apart. */
+static float chan_sum(const float *x, int n, size_t cs, size_t sp, size_t c) {
+    st_psum sum;
+    st_psum_init(&sum);
+    for (int k = 0; k < n; k++) {
+        const float *xp = x + (size_t)k * cs + c * sp;
+        for (size_t i = 0; i < sp; i++) st_psum_add(&sum, xp[i]);
+    }
+    return st_psum_total(&sum);
+}
+
+static float chan_sqdev(const float *x, float mean, int n, size_t cs, size_t sp, size_t c) {
+    st_psum sq;
+    st_psum_init(&sq);
+    for (int k = 0; k < n; k++) {
+        const float *xp = x + (size_t)k * cs + c * sp;
+        for (size_t i = 0; i < sp; i++) {
+            float d = xp[i] - mean;
+            st_psum_add(&sq, d * d);
+        }
+    }
+    return st_psum_total(&sq);
+}
+
+/* sum dy and sum dy (x - mean). */
+static void chan_grad_sums(const float *dy, const float *x, float mean, int n, size_t cs,
+                           size_t sp, size_t c, float *db, float *dxm) {
+    st_psum sdb, sdxm;
+    st_psum_init(&sdb);
+    st_psum_init(&sdxm);
+    for (int k = 0; k < n; k++) {
+        const float *dyp = dy + (size_t)k * cs + c * sp;
+        const float *xp = x + (size_t)k * cs + c * sp;
+        for (size_t i = 0; i < sp; i++) {
+            st_psum_add(&sdb, dyp[i]);
+            st_psum_add(&sdxm, dyp[i] * (xp[i] - mean));
+        }
+    }
+    *db = st_psum_total(&sdb);
+    *dxm = st_psum_total(&sdxm);
+}
+
 /* Channels split over cores. */
 void st_bn_train(void *args) {
     const st_bn_train_args *a = (const st_bn_train_args *)args;
@@ -8,22 +51,8 @@ void st_bn_train(void *args) {
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
     for (size_t c = lo; c < hi; c++) {
-        st_psum sum, sq;
-        st_psum_init(&sum);
-        st_psum_init(&sq);
-        for (int n = 0; n < a->n; n++) {
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) st_psum_add(&sum, xp[i]);
-        }
-        float mean = st_psum_total(&sum) / m;
-        for (int n = 0; n < a->n; n++) {
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) {
-                float d = xp[i] - mean;
-                st_psum_add(&sq, d * d);
-            }
-        }
-        float var = st_psum_total(&sq) / m;
+        float mean = chan_sum(a->x, a->n, cs, sp, c) / m;
+        float var = chan_sqdev(a->x, mean, a->n, cs, sp, c) / m;
         float inv = 1.0f / sqrtf(var + a->eps);
         if (a->y) {
             float k = a->scale[c] * inv, b = a->b[c];
@@ -48,19 +77,8 @@ void st_bn_grad(void *args) {
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
     for (size_t c = lo; c < hi; c++) {
-        float mean = a->mean[c], inv = a->inv[c];
-        st_psum sdb, sdxm;
-        st_psum_init(&sdb);
-        st_psum_init(&sdxm);
-        for (int n = 0; n < a->n; n++) {
-            const float *dyp = a->dy + (size_t)n * cs + c * sp;
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) {
-                st_psum_add(&sdb, dyp[i]);
-                st_psum_add(&sdxm, dyp[i] * (xp[i] - mean));
-            }
-        }
-        float db = st_psum_total(&sdb), dxm = st_psum_total(&sdxm);
+        float mean = a->mean[c], inv = a->inv[c], db, dxm;
+        chan_grad_sums(a->dy, a->x, mean, a->n, cs, sp, c, &db, &dxm);
         if (a->dbias) a->dbias[c] = db;
         if (a->dscale) a->dscale[c] = dxm * inv;
         if (a->dx) {
@@ -82,15 +100,7 @@ void st_bn_sum(void *args) {
     size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
-    for (size_t c = lo; c < hi; c++) {
-        st_psum sum;
-        st_psum_init(&sum);
-        for (int n = 0; n < a->n; n++) {
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) st_psum_add(&sum, xp[i]);
-        }
-        a->s[c] = st_psum_total(&sum);
-    }
+    for (size_t c = lo; c < hi; c++) a->s[c] = chan_sum(a->x, a->n, cs, sp, c);
 }
 
 /* Channels split over cores. */
@@ -99,19 +109,8 @@ void st_bn_sqdev(void *args) {
     size_t sp = (size_t)a->sp, cs = (size_t)a->c * sp;
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
-    for (size_t c = lo; c < hi; c++) {
-        float mean = a->s[c] / a->m;
-        st_psum sq;
-        st_psum_init(&sq);
-        for (int n = 0; n < a->n; n++) {
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) {
-                float d = xp[i] - mean;
-                st_psum_add(&sq, d * d);
-            }
-        }
-        a->q[c] = st_psum_total(&sq);
-    }
+    for (size_t c = lo; c < hi; c++)
+        a->q[c] = chan_sqdev(a->x, a->s[c] / a->m, a->n, cs, sp, c);
 }
 
 /* Channels split over cores. */
@@ -151,20 +150,10 @@ void st_bn_grad_sum(void *args) {
     size_t lo, hi;
     st_split((size_t)a->c, &lo, &hi);
     for (size_t c = lo; c < hi; c++) {
-        float mean = a->mean[c];
-        st_psum sdb, sdxm;
-        st_psum_init(&sdb);
-        st_psum_init(&sdxm);
-        for (int n = 0; n < a->n; n++) {
-            const float *dyp = a->dy + (size_t)n * cs + c * sp;
-            const float *xp = a->x + (size_t)n * cs + c * sp;
-            for (size_t i = 0; i < sp; i++) {
-                st_psum_add(&sdb, dyp[i]);
-                st_psum_add(&sdxm, dyp[i] * (xp[i] - mean));
-            }
-        }
-        if (a->sdb) a->sdb[c] = st_psum_total(&sdb);
-        if (a->sdxm) a->sdxm[c] = st_psum_total(&sdxm);
+        float db, dxm;
+        chan_grad_sums(a->dy, a->x, a->mean[c], a->n, cs, sp, c, &db, &dxm);
+        if (a->sdb) a->sdb[c] = db;
+        if (a->sdxm) a->sdxm[c] = dxm;
     }
 }
 

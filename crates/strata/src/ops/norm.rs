@@ -97,22 +97,19 @@ pub fn bn_train<R: Real>(
         mean: vec![R::ZERO; c],
         inv_std: vec![R::ZERO; c],
     };
+    let dims = (n, c, sp);
+    let means: Vec<R> = channel_sums(dims, |_, i| x[i])
+        .iter()
+        .map(|&s| s / m)
+        .collect();
+    let sqs = channel_sums(dims, |ch, i| {
+        let d = x[i] - means[ch];
+        d * d
+    });
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
-        let (mut sum, mut sq) = (Psum::new(), Psum::new());
-        for k in 0..n {
-            for v in &x[plane(k)] {
-                sum.add(*v);
-            }
-        }
-        let mean = sum.total() / m;
-        for k in 0..n {
-            for v in &x[plane(k)] {
-                let d = *v - mean;
-                sq.add(d * d);
-            }
-        }
-        let var = sq.total() / m;
+        let mean = means[ch];
+        let var = sqs[ch] / m;
         let inv = R::ONE / (var + eps).sqrt();
         let (kf, bias) = (scale[ch] * inv, b[ch]);
         for k in 0..n {
@@ -230,17 +227,13 @@ pub fn bn_grad<R: Real>(
     let m = R::from_usize(n * sp);
     let mut dx = vec![R::ZERO; n * c * sp];
     let (mut ds, mut dbv) = (vec![R::ZERO; c], vec![R::ZERO; c]);
+    let dims = (n, c, sp);
+    let sdb = channel_sums(dims, |_, i| dy[i]);
+    let sdxm = channel_sums(dims, |ch, i| dy[i] * (x[i] - mean[ch]));
     for ch in 0..c {
         let plane = |k: usize| (k * c + ch) * sp..(k * c + ch + 1) * sp;
         let (mu, iv) = (mean[ch], inv[ch]);
-        let (mut sdb, mut sdxm) = (Psum::new(), Psum::new());
-        for k in 0..n {
-            for i in plane(k) {
-                sdb.add(dy[i]);
-                sdxm.add(dy[i] * (x[i] - mu));
-            }
-        }
-        let (db, dxm) = (sdb.total(), sdxm.total());
+        let (db, dxm) = (sdb[ch], sdxm[ch]);
         dbv[ch] = db;
         ds[ch] = dxm * iv;
         let (k1, k2, coef) = (db / m, dxm * iv * iv / m, scale[ch] * iv);
@@ -527,11 +520,11 @@ impl BnSplit {
             Some(&b) => bn_dims(&ty(b)?.shape)?,
             None => (1, ty(small[0])?.numel(), 1),
         };
-        for &b in big {
-            let s = &ty(b)?.shape;
+        for &b in big.iter().skip(1) {
+            let (s, first) = (&ty(b)?.shape, &ty(big[0])?.shape);
             ensure!(
-                bn_dims(s)? == dims && Some(s) == big.first().map(|&f| &ty(f).unwrap().shape),
-                "input {b} {s:?} differs from input {} in shape",
+                s == first,
+                "input {b} {s:?} differs from input {} {first:?} in shape",
                 big[0]
             );
         }
