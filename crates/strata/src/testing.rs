@@ -121,18 +121,29 @@ pub struct TiledRun {
     pub tilings: Vec<crate::lir::NodeTiling>,
 }
 
-/// Run a graph once through the interpreter, and tiled into `l1` bytes of
-/// L1 (`buffering`) through the simulator and the compiled C; the lowered
-/// program passes the LIR checker (`driver::lower_program` runs it).
-pub fn run_tiled(
+/// A graph tiled into L1 as a compile would tile it.
+struct Tiled {
+    f: Fixture,
+    /// The interpreter's outputs on the graph as given.
+    interp: Vec<Tensor>,
+    plan: crate::plan::MemoryPlan,
+    lir: crate::lir::Lir,
+    target: crate::driver::Target,
+    /// The simulator's outputs on the lowered program.
+    sim: Vec<Tensor>,
+}
+
+/// The interpreter on the graph as given; then the program split where it
+/// does not fit L1 (`split`, as a compile does), planned, lowered into `l1`
+/// bytes of L1 (`driver::lower_program` runs the LIR checker) and run by
+/// the simulator.
+fn tiled(
     graph: Graph,
     inputs: Vec<Tensor>,
     l1: u64,
     buffering: crate::lir::Buffering,
-) -> Result<TiledRun> {
+) -> Result<Tiled> {
     let mut f = one_step(graph, inputs)?;
-    // The interpreter runs the graph as given; the tiled program splits
-    // what does not fit L1 (`split`) as a compile does.
     let interp = fixture::run_interp(&f)?.tensors;
     crate::split::batchnorm(&mut f.program, l1)?;
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
@@ -141,16 +152,35 @@ pub fn run_tiled(
     target.buffering = buffering;
     let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
     let (sim, _) = crate::sim::run_fixture(&f, &plan, &lir, &target.platform)?;
+    Ok(Tiled {
+        f,
+        interp,
+        plan,
+        lir,
+        target,
+        sim: sim.tensors,
+    })
+}
+
+/// Run a graph once through the interpreter, and tiled into `l1` bytes of
+/// L1 (`buffering`) through the simulator and the compiled C ([`tiled`]).
+pub fn run_tiled(
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    l1: u64,
+    buffering: crate::lir::Buffering,
+) -> Result<TiledRun> {
+    let t = tiled(graph, inputs, l1, buffering)?;
     let scratch = crate::outdir::Scratch::new("strata-test-")?;
-    let r = crate::codegen::harness::run(&f, &plan, &lir, scratch.path(), target.c_target);
+    let r = crate::codegen::harness::run(&t.f, &t.plan, &t.lir, scratch.path(), t.target.c_target);
     let closed = scratch.close();
     let r = r?;
     closed?;
     Ok(TiledRun {
-        interp,
-        sim: sim.tensors,
+        interp: t.interp,
+        sim: t.sim,
         c: r.0.tensors,
-        tilings: lir.tilings,
+        tilings: t.lir.tilings,
     })
 }
 
@@ -163,29 +193,19 @@ pub struct SimRun {
     pub lir: crate::lir::Lir,
 }
 
-/// [`run_tiled`] without the C: the interpreter, then the program split,
-/// planned, lowered into `l1` bytes of L1 (the LIR checker passing) and run
-/// by the simulator.
+/// [`run_tiled`] without the C.
 pub fn run_tiled_sim(
     graph: Graph,
     inputs: Vec<Tensor>,
     l1: u64,
     buffering: crate::lir::Buffering,
 ) -> Result<SimRun> {
-    let mut f = one_step(graph, inputs)?;
-    let interp = fixture::run_interp(&f)?.tensors;
-    crate::split::batchnorm(&mut f.program, l1)?;
-    let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
-    let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
-    target.l1 = Some(l1);
-    target.buffering = buffering;
-    let lir = crate::driver::lower_program(&f.program, &plan, &target)?;
-    let (sim, _) = crate::sim::run_fixture(&f, &plan, &lir, &target.platform)?;
+    let t = tiled(graph, inputs, l1, buffering)?;
     Ok(SimRun {
-        interp,
-        sim: sim.tensors,
-        program: f.program,
-        lir,
+        interp: t.interp,
+        sim: t.sim,
+        program: t.f.program,
+        lir: t.lir,
     })
 }
 
