@@ -2,6 +2,11 @@
 //! and optionally `alignment` and `offset`, in any order, then one buffer per
 //! line. `upper` is exclusive. An empty `offset` field means "not fixed".
 //! `write` emits the same columns plus the chosen `offset` when given.
+//!
+//! Times may be negative (idealloc's SOMAS traces start the tensors that
+//! exist before the first step at `-1`): [`read_timed`] shifts every time
+//! by the same amount so the earliest is 0, which changes no overlap, and
+//! [`write_timed`] shifts them back.
 
 use crate::{Buffer, Problem};
 
@@ -20,8 +25,16 @@ fn err(line: usize, message: impl Into<String>) -> CsvError {
     }
 }
 
-/// Parse a problem (capacity is left `None`).
+/// Parse a problem (capacity is left `None`); times shifted as in
+/// [`read_timed`].
 pub fn read(text: &str) -> Result<Problem, CsvError> {
+    read_timed(text).map(|(p, _)| p)
+}
+
+/// Parse a problem and its time origin: the problem's times are the file's
+/// minus `origin`, which is the earliest `lower` when that is negative and
+/// 0 otherwise (so a file without negative times reads unchanged).
+pub fn read_timed(text: &str) -> Result<(Problem, i64), CsvError> {
     let mut lines = text
         .lines()
         .enumerate()
@@ -81,8 +94,22 @@ pub fn read(text: &str) -> Result<Problem, CsvError> {
                 }
             })
         };
-        let lower = num(cl, "lower")?;
-        let upper = num(cu, "upper")?;
+        let time = |c: usize, what: &str| -> Result<i128, CsvError> {
+            f[c].parse::<i128>()
+                .ok()
+                .filter(|t| (i64::MIN as i128..=u64::MAX as i128).contains(t))
+                .ok_or_else(|| {
+                    err(
+                        line,
+                        format!(
+                            "expected an integer {what} from -2^63 to 2^64 - 1, found `{}`",
+                            f[c]
+                        ),
+                    )
+                })
+        };
+        let lower = time(cl, "lower")?;
+        let upper = time(cu, "upper")?;
         let size = num(cs, "size")?;
         if upper <= lower {
             return Err(err(
@@ -113,25 +140,59 @@ pub fn read(text: &str) -> Result<Problem, CsvError> {
                 ),
             ));
         }
-        buffers.push(Buffer {
-            id: f[ci].to_string(),
+        buffers.push((
+            line,
+            Buffer {
+                id: f[ci].to_string(),
+                lower: 0,
+                upper: 0,
+                size,
+                alignment,
+                offset,
+            },
             lower,
             upper,
-            size,
-            alignment,
-            offset,
-        });
+        ));
     }
-    Ok(Problem {
-        buffers,
-        capacity: None,
-    })
+    let origin = buffers.iter().map(|b| b.2).min().unwrap_or(0).min(0);
+    let buffers = buffers
+        .into_iter()
+        .map(|(line, mut b, lower, upper)| {
+            let shifted = |t: i128| u64::try_from(t - origin).ok();
+            match (shifted(lower), shifted(upper)) {
+                (Some(l), Some(u)) => {
+                    (b.lower, b.upper) = (l, u);
+                    Ok(b)
+                }
+                _ => Err(err(
+                    line,
+                    format!(
+                        "expected times within 2^64 - 1 of the earliest lower {origin}, found upper {upper}"
+                    ),
+                )),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((
+        Problem {
+            buffers,
+            capacity: None,
+        },
+        origin as i64,
+    ))
 }
 
 /// Write `p` as CSV. With `offsets`, the `offset` column holds them;
 /// otherwise it holds the fixed offsets (empty when free), and is omitted
 /// entirely if no buffer is fixed. `alignment` is written when any is > 1.
 pub fn write(p: &Problem, offsets: Option<&[u64]>) -> String {
+    write_timed(p, offsets, 0)
+}
+
+/// [`write`] with every time shifted by `origin` (from [`read_timed`]), so
+/// the file's own times come back.
+pub fn write_timed(p: &Problem, offsets: Option<&[u64]>, origin: i64) -> String {
+    let t = |v: u64| v as i128 + origin as i128;
     let with_align = p.buffers.iter().any(|b| b.alignment > 1);
     let with_offset = offsets.is_some() || p.buffers.iter().any(|b| b.offset.is_some());
     let mut s = String::from("id,lower,upper,size");
@@ -143,7 +204,13 @@ pub fn write(p: &Problem, offsets: Option<&[u64]>) -> String {
     }
     s.push('\n');
     for (i, b) in p.buffers.iter().enumerate() {
-        s.push_str(&format!("{},{},{},{}", b.id, b.lower, b.upper, b.size));
+        s.push_str(&format!(
+            "{},{},{},{}",
+            b.id,
+            t(b.lower),
+            t(b.upper),
+            b.size
+        ));
         if with_align {
             s.push_str(&format!(",{}", b.alignment));
         }
@@ -191,6 +258,34 @@ mod tests {
         // Large values beyond 2^32.
         let big = read("id,lower,upper,size\na,0,1,9000000000\n").unwrap();
         assert_eq!(big.buffers[0].size, 9_000_000_000);
+    }
+
+    #[test]
+    fn negative_times_shift_and_come_back() {
+        let text = "id,lower,upper,size\n0,-1,3,4\n1,0,2,8\n";
+        let (p, origin) = read_timed(text).unwrap();
+        assert_eq!(origin, -1);
+        assert_eq!(p.buffers[0], Buffer::new("0", 0, 4, 4));
+        assert_eq!(p.buffers[1], Buffer::new("1", 1, 3, 8));
+        assert_eq!(write_timed(&p, None, origin), text);
+        assert_eq!(
+            write_timed(&p, Some(&[0, 4]), origin),
+            "id,lower,upper,size,offset\n0,-1,3,4,0\n1,0,2,8,4\n"
+        );
+        // Without negative times nothing moves.
+        let (q, o) = read_timed("id,lower,upper,size\n0,5,9,1\n").unwrap();
+        assert_eq!((o, q.buffers[0].lower, q.buffers[0].upper), (0, 5, 9));
+        // A span wider than 2^64 - 1 cannot be shifted into u64.
+        bad(
+            "id,lower,upper,size\n0,-5,3,1\n1,0,18446744073709551615,1\n",
+            3,
+            "within 2^64 - 1 of the earliest lower -5",
+        );
+        bad(
+            "id,lower,upper,size\n0,-9223372036854775809,3,1\n",
+            2,
+            "from -2^63",
+        );
     }
 
     fn bad(text: &str, line: usize, needle: &str) {

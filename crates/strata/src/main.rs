@@ -504,7 +504,8 @@ fn plan_csv(
 ) -> strata::Result<ExitCode> {
     use strata::Error;
     let text = std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?;
-    let mut problem = memplan::csv::read(&text).map_err(|e| Error::data(input, e.to_string()))?;
+    let (mut problem, origin) =
+        memplan::csv::read_timed(&text).map_err(|e| Error::data(input, e.to_string()))?;
     if capacity.is_some() {
         problem.capacity = capacity;
     }
@@ -523,7 +524,7 @@ fn plan_csv(
         .map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
     let seconds = start.elapsed().as_secs_f64();
     memplan::check(&problem, &sol.offsets).map_err(|e| Error::PlanCheck(e.to_string()))?;
-    let csv = memplan::csv::write(&problem, Some(&sol.offsets));
+    let csv = memplan::csv::write_timed(&problem, Some(&sol.offsets), origin);
     if let Some(out) = output {
         std::fs::write(out, &csv).map_err(|e| Error::io(out, e))?;
     }

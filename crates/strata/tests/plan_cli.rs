@@ -55,6 +55,26 @@ fn plans_checks_and_writes_offsets() {
     assert!(v["seconds"].as_f64().unwrap() >= 0.0);
 }
 
+/// idealloc's SOMAS traces start the tensors that exist before the first
+/// step at -1: they plan, and the output keeps the file's own times.
+#[test]
+fn negative_times_plan_and_stay_as_written() {
+    let text = "id,lower,upper,size\n0,-1,2,4\n1,0,3,8\n2,2,5,4\n";
+    let input = scratch("neg.csv", text);
+    let (code, out, err) = strata(&["plan", input.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("id,lower,upper,size,offset"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let times: Vec<(&str, &str)> = rows.iter().map(|r| (r[1], r[2])).collect();
+    assert_eq!(times, [("-1", "2"), ("0", "3"), ("2", "5")]);
+    // The placement read back (times shifted alike) passes the checker at
+    // the bound: 0 and 1 overlap, 2 overlaps 1 only.
+    let solved = memplan::csv::read(&out).unwrap();
+    let offsets: Vec<u64> = solved.buffers.iter().map(|b| b.offset.unwrap()).collect();
+    assert_eq!(memplan::check(&solved, &offsets).unwrap(), 12);
+}
+
 #[test]
 fn capacity_too_small_and_malformed_csv_are_errors() {
     let input = scratch("small.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n");
