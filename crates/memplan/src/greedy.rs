@@ -974,6 +974,12 @@ pub fn squeak(
     };
     loop {
         let pk = peak(p, &off);
+        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+            eprintln!(
+                "  pass peak {pk} ({:.4} of the bound)",
+                pk as f64 / lb.max(1) as f64
+            );
+        }
         if pk < best.0 {
             *best = (pk, off.clone());
         }

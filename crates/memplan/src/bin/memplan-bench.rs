@@ -1,6 +1,9 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]...`
+//!
+//! `--dir PATH` adds a row for every `.csv` file in `PATH` (instances of
+//! your own, or real ones the tests do not see), after the shared ones.
 //!
 //! Every instance is solved in a child process of its own (this binary with
 //! `--child`), so its peak memory (VmHWM from /proc/self/status, resident
@@ -18,6 +21,7 @@ fn main() {
     let mut only: Option<String> = None;
     let mut no_capacity = false;
     let mut child: Option<String> = None;
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -37,9 +41,16 @@ fn main() {
             "--only" => only = args.next(),
             "--no-capacity" => no_capacity = true,
             "--child" => child = args.next(),
+            "--dir" => match args.next() {
+                Some(d) => dirs.push(d.into()),
+                None => {
+                    eprintln!("error: --dir takes a directory of .csv instances");
+                    std::process::exit(2);
+                }
+            },
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX]"
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]..."
                 );
                 std::process::exit(2);
             }
@@ -133,6 +144,28 @@ fn main() {
                 "all shared: total {total:.3} s (bounds: < 1 s each, minimalloc/ < 3 s; MiniMalloc peer: ~{MINIMALLOC_TOTAL_S} s for A..K)"
             );
         }
+    }
+    for dir in &dirs {
+        let mut files: Vec<_> = match std::fs::read_dir(dir) {
+            Ok(rd) => rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|e| e == "csv"))
+                .collect(),
+            Err(e) => {
+                eprintln!("error: --dir {}: {e}", dir.display());
+                std::process::exit(2);
+            }
+        };
+        files.sort();
+        let mut total = 0.0;
+        for f in &files {
+            total += spawn(&f.to_string_lossy());
+        }
+        println!(
+            "{}: {} instances, total {total:.3} s",
+            dir.display(),
+            files.len()
+        );
     }
     for (name, spec) in [
         ("somas-like-20k", "gen:somas:20000:1"),
