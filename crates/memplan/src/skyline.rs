@@ -81,8 +81,6 @@ use std::sync::Arc;
 
 const INF: u64 = u64::MAX;
 const NONE: u32 = u32::MAX;
-/// Entries of the dead-state memo before it is cleared.
-const DEAD_LIMIT: usize = 1 << 22;
 
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -90,30 +88,72 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Hasher for keys that are already hashes.
-#[derive(Default, Clone, Copy)]
-struct IdHash;
-
-impl std::hash::BuildHasher for IdHash {
-    type Hasher = IdHasher;
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
+/// The dead-state memo: a direct-mapped table, each slot the 128-bit
+/// state hash and the largest cap the state was found dead at (plus one;
+/// 0 marks an empty slot). A state goes to the slot its hash's low bits
+/// name and replaces what was there, so the memo keeps the most recent
+/// failures. The table starts at [`DEAD_MIN`] slots and doubles whenever
+/// the states recorded since the last doubling reach its size, up to
+/// [`DEAD_SLOTS`] (24 MB), so a search that fails little keeps a small
+/// table in cache. It replaced a hash map cleared at 4M entries, which held
+/// 1.2 GB after 10 s on D (213 buffers; two directions and two threads);
+/// a map cleared at 256k entries held 80 MB but forgot everything at every
+/// clear, and D's minimisation lost most of its progress.
+struct DeadMemo {
+    slots: Vec<[u64; 3]>,
+    /// States recorded since the table last grew.
+    fresh: usize,
 }
 
-struct IdHasher(u64);
+/// Initial slots of [`DeadMemo`].
+const DEAD_MIN: usize = 1 << 12;
+/// Largest [`DeadMemo`]: 24 MB per search direction and thread.
+const DEAD_SLOTS: usize = 1 << 20;
 
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &x in bytes {
-            self.0 = self.0.rotate_left(8) ^ x as u64;
+impl DeadMemo {
+    fn new() -> DeadMemo {
+        DeadMemo {
+            slots: Vec::new(),
+            fresh: 0,
         }
     }
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64 ^ (v >> 64) as u64;
+
+    fn slot(&self, key: u128) -> usize {
+        key as usize & (self.slots.len() - 1)
+    }
+
+    /// Whether `key` is recorded dead at a cap of at least `cap`.
+    fn dead_at(&self, key: u128, cap: u64) -> bool {
+        !self.slots.is_empty() && {
+            let e = self.slots[self.slot(key)];
+            e[2] > cap && (e[0], e[1]) == ((key >> 64) as u64, key as u64)
+        }
+    }
+
+    /// Record `key` dead at `cap`.
+    fn insert(&mut self, key: u128, cap: u64) {
+        if self.slots.is_empty() {
+            self.slots = vec![[0; 3]; DEAD_MIN];
+        } else if self.fresh >= self.slots.len() && self.slots.len() < DEAD_SLOTS {
+            let grown = vec![[0; 3]; self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            for e in old.into_iter().filter(|e| e[2] > 0) {
+                let k = ((e[0] as u128) << 64) | e[1] as u128;
+                let at = self.slot(k);
+                self.slots[at] = e;
+            }
+            self.fresh = 0;
+        }
+        self.fresh += 1;
+        let at = self.slot(key);
+        let e = &mut self.slots[at];
+        let (hi, lo) = ((key >> 64) as u64, key as u64);
+        let c = cap.saturating_add(1);
+        if e[2] > 0 && (e[0], e[1]) == (hi, lo) {
+            e[2] = e[2].max(c);
+        } else {
+            *e = [hi, lo, c];
+        }
     }
 }
 
@@ -272,7 +312,7 @@ pub(crate) struct Sky {
     hash: StateHash,
     /// Failed component states (128-bit hash) -> the largest cap at which
     /// that state was proven to have no completion (see `solve`).
-    dead: std::collections::HashMap<u128, u64, IdHash>,
+    dead: DeadMemo,
     /// Branching strategy (see `pick_well`).
     pub mode: u32,
     pub cap: u64,
@@ -375,7 +415,7 @@ impl Sky {
         let mut sky = Sky {
             zkey,
             hash,
-            dead: Default::default(),
+            dead: DeadMemo::new(),
             gid,
             size,
             span,
@@ -688,16 +728,12 @@ impl Sky {
         // (every unplaced buffer live in it lies inside it), and a state
         // dead at some cap is dead at every smaller one.
         let key = self.state_hash(lo, hi);
-        if self.dead.get(&key).is_some_and(|&c| c >= cap) {
+        if self.dead.dead_at(key, cap) {
             return false;
         }
         let ok = self.branch(lo, hi, t0, pe);
         if !ok && !self.stop {
-            if self.dead.len() >= DEAD_LIMIT {
-                self.dead.clear();
-            }
-            let e = self.dead.entry(key).or_insert(cap);
-            *e = (*e).max(cap);
+            self.dead.insert(key, cap);
         }
         ok
     }
@@ -863,6 +899,35 @@ mod tests {
     use super::*;
     use crate::{check, Buffer};
     use std::time::{Duration, Instant};
+
+    /// The dead-state memo answers for the caps it was told, keeps the
+    /// largest cap per state, grows from `DEAD_MIN` slots and never past
+    /// `DEAD_SLOTS`.
+    #[test]
+    fn dead_memo_is_bounded_and_answers_by_cap() {
+        let mut m = DeadMemo::new();
+        let key = |i: u64| ((mix(i) as u128) << 64) | mix(i ^ 0xabcd) as u128;
+        assert!(!m.dead_at(key(1), 0));
+        m.insert(key(1), 100);
+        assert_eq!(m.slots.len(), DEAD_MIN);
+        assert!(m.dead_at(key(1), 100) && m.dead_at(key(1), 7));
+        assert!(!m.dead_at(key(1), 101) && !m.dead_at(key(2), 0));
+        m.insert(key(1), 50);
+        assert!(m.dead_at(key(1), 100), "the larger cap is kept");
+        m.insert(key(1), 200);
+        assert!(m.dead_at(key(1), 200));
+        // A state with the same low bits takes the slot over.
+        let twin = key(1) ^ (1u128 << 100);
+        m.insert(twin, 10);
+        assert!(m.dead_at(twin, 10) && !m.dead_at(key(1), 0));
+        // Growth keeps what it can and stops at the cap on memory.
+        for i in 10..(3 * DEAD_SLOTS as u64) {
+            m.insert(key(i), i);
+        }
+        assert_eq!(m.slots.len(), DEAD_SLOTS);
+        let last = 3 * DEAD_SLOTS as u64 - 1;
+        assert!(m.dead_at(key(last), last));
+    }
 
     /// Optimum by brute force: the best over all orders of "lowest gap
     /// among the earlier buffers that overlap in time" (sorting an optimal
