@@ -687,6 +687,8 @@ fn run_skyline_one(
     let flip = variant.is_multiple_of(2);
     let base = knob("MEMPLAN_BASE", RESTART_BASE);
     let mid_start = knob("MEMPLAN_MIDSTART", 64) as u32;
+    let mid_nodes = knob("MEMPLAN_MIDNODES", 1_000_000);
+    let mut mid_on = false;
     let mid_budget = knob("MEMPLAN_MID", 8);
     let v0 = knob("MEMPLAN_V0", 0) as u32;
     let mode = knob("MEMPLAN_MODE", 2) as u32;
@@ -864,17 +866,22 @@ fn run_skyline_one(
         // with lowest-first (its cost per node dominates on E, F, J).
         d.level = d.mode == 1 && tight;
         let kept = d.cap;
-        // Once the goal has resisted `mid_start` probes, every other probe
-        // aims halfway between the goal and the cap instead, with
-        // `mid_budget` times the budget: where the goal is out of reach
-        // (D, J: the load bound is not tight) those probes bisect the gap
-        // the way fits at falling capacities would, each one that fits
-        // halving it. Measured with memplan-bench --minimize --no-capacity
-        // --time-limit 2: D 1.080 -> 1.043-1.046 of its bound; J 1.054 ->
-        // 1.058 (noise of the parallel portfolio is about as large); the
-        // tight instances reach the goal before `mid_start` (I, E, F as
-        // fast as before; from the first probe on, I took 1.7 s).
-        let target = if probe && prun >= mid_start && prun % 2 == 1 {
+        // Once the goal has resisted `mid_start` probes or `mid_nodes`
+        // nodes, every other probe aims halfway between the goal and the
+        // cap instead, with `mid_budget` times the budget: where the goal
+        // is out of reach (D, J: the load bound is not tight) those probes
+        // bisect the gap the way fits at falling capacities would, each
+        // one that fits halving it. Measured with memplan-bench --minimize
+        // --no-capacity --time-limit 2: D 1.080 -> 1.043 of its bound; J
+        // 1.054 -> 1.058 (noise of the parallel portfolio is about as
+        // large); the tight instances reach the goal first (I, E, F as
+        // fast as before: I within 0.3M nodes; from the first probe on, I
+        // took 1.7 s). The node count (D: about 0.6 s) is there because 64
+        // probes took D 1.4 s on one machine and over 2 s on another, where
+        // no halfway probe ran and D stayed at 1.085. Counted in nodes, not
+        // seconds, so a node-limited solve stays the same everywhere.
+        mid_on = mid_on || prun >= mid_start || d.nodes >= mid_nodes;
+        let target = if probe && mid_on && prun % 2 == 1 {
             let c = d.cap.min(o.cap);
             (goal + c.saturating_sub(goal) / 2)
                 .next_multiple_of(unit)
