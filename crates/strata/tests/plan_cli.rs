@@ -60,7 +60,7 @@ fn plans_checks_and_writes_offsets() {
 #[test]
 fn negative_times_plan_and_stay_as_written() {
     let text = "id,lower,upper,size\n0,-1,2,4\n1,0,3,8\n2,2,5,4\n";
-    let input = scratch("neg.csv", text);
+    let input = scratch("negative-times.csv", text);
     let (code, out, err) = strata(&["plan", input.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
