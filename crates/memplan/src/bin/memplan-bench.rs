@@ -21,7 +21,8 @@ fn main() {
     let mut only: Option<String> = None;
     let mut no_capacity = false;
     let mut child: Option<String> = None;
-    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    // Each --dir with its instances, listed before anything runs.
+    let mut dirs: Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -41,13 +42,19 @@ fn main() {
             "--only" => only = args.next(),
             "--no-capacity" => no_capacity = true,
             "--child" => child = args.next(),
-            "--dir" => match args.next() {
-                Some(d) => dirs.push(d.into()),
-                None => {
+            "--dir" => {
+                let Some(d) = args.next().map(std::path::PathBuf::from) else {
                     eprintln!("error: --dir takes a directory of .csv instances");
                     std::process::exit(2);
+                };
+                match csv_files(&d) {
+                    Ok(files) => dirs.push((d, files)),
+                    Err(e) => {
+                        eprintln!("error: --dir {}: {e}", d.display());
+                        std::process::exit(2);
+                    }
                 }
-            },
+            }
             _ => {
                 eprintln!(
                     "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]..."
@@ -120,17 +127,12 @@ fn main() {
             let root = dir.join("benchmarks/memplan");
             let mut total = 0.0;
             for sub in ["minimalloc", "real"] {
-                let Ok(rd) = std::fs::read_dir(root.join(sub)) else {
+                let Ok(files) = csv_files(&root.join(sub)) else {
                     println!("skipped: {} not found", root.join(sub).display());
                     continue;
                 };
-                let mut files: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-                files.sort();
                 let mut sub_total = 0.0;
-                for f in files
-                    .iter()
-                    .filter(|f| f.extension().is_some_and(|e| e == "csv"))
-                {
+                for f in &files {
                     let name = f.file_name().unwrap().to_string_lossy().to_string();
                     if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
                         continue;
@@ -145,20 +147,9 @@ fn main() {
             );
         }
     }
-    for dir in &dirs {
-        let mut files: Vec<_> = match std::fs::read_dir(dir) {
-            Ok(rd) => rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|e| e == "csv"))
-                .collect(),
-            Err(e) => {
-                eprintln!("error: --dir {}: {e}", dir.display());
-                std::process::exit(2);
-            }
-        };
-        files.sort();
+    for (dir, files) in &dirs {
         let mut total = 0.0;
-        for f in &files {
+        for f in files {
             total += spawn(&f.to_string_lossy());
         }
         println!(
@@ -178,6 +169,16 @@ fn main() {
             spawn(spec);
         }
     }
+}
+
+/// The `.csv` files in `dir`, sorted.
+fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|f| f.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// Solve one instance (a CSV path, or `gen:KIND:N:SEED` for a generated
