@@ -653,15 +653,12 @@ pub const SQUEAK_STARTS: &[(Order, bool)] = &[
 ];
 pub const SQUEAK_PASSES: usize = 12;
 
-/// Local improvement for large instances: squeaky-wheel runs ([`squeak`])
-/// from the orders of [`SQUEAK_STARTS`], each for up to [`SQUEAK_PASSES`]
-/// passes, improving `best` (peak, offsets) until it reaches `lb` or
-/// `stop` (called after every pass with the buffers placed) says stop;
-/// `cut` is checked within passes (every [`CUT_EVERY`] buffers) and drops
-/// the pass it stops. Up to [`DENSE_SCAN_LIMIT`] buffers, passes use the
-/// graph when it is within [`EDGE_LIMIT`] pairs, else a scan of the placed
-/// buffers; above, the graph when it is within [`SQUEAK_GRAPH_PAIRS`],
-/// else time buckets ([`Buckets`]).
+/// Local improvement for large instances: one [`Squeaker::round`], i.e.
+/// squeaky-wheel runs ([`squeak`]) from the orders of [`SQUEAK_STARTS`],
+/// each for up to [`SQUEAK_PASSES`] passes, improving `best` (peak,
+/// offsets) until it reaches `lb` or `stop` (called after every pass with
+/// the buffers placed) says stop; `cut` is checked within passes (every
+/// [`CUT_EVERY`] buffers) and drops the pass it stops.
 pub fn improve(
     p: &Problem,
     lb: u64,
@@ -669,62 +666,112 @@ pub fn improve(
     stop: &mut dyn FnMut(u64) -> bool,
     cut: &mut dyn FnMut() -> bool,
 ) {
-    let n = p.buffers.len();
-    let limit = if n > DENSE_SCAN_LIMIT {
-        SQUEAK_GRAPH_PAIRS
-    } else {
-        EDGE_LIMIT
-    };
-    let how = match graph_within(p, limit) {
-        Some(g) if g.adj.len().saturating_mul(8) > n.saturating_mul(n) => Index::Dense,
-        Some(g) => Index::Graph(g),
-        // The scan sorts nothing: up to here it beats the buckets
-        // (training_like(30000): at the bound in 0.7 s, against 1.0038
-        // after 2 s with buckets).
-        None if n <= DENSE_SCAN_LIMIT => Index::Dense,
-        None => Index::Buckets(Buckets::new(p)),
-    };
-    if cut() {
-        return;
+    if let Some(mut s) = Squeaker::new(p, cut) {
+        s.round(p, lb, best, stop, cut);
     }
-    let t0 = std::time::Instant::now();
-    let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
-    let mut halted = false;
-    // Bucketed passes are slow when long-lived buffers come late (every
-    // later query scans them): there, LoadDesc (long-lived early) first
-    // (random-like-100k: 1.0299 in 2 s; from PeakFirst no pass ended).
-    let mut starts = SQUEAK_STARTS.to_vec();
-    if matches!(how, Index::Buckets(_)) {
-        starts.swap(0, 1);
-    }
-    for (o, bf) in starts {
-        let mut passes = 0;
-        // The setup above and each order cost O(n log n) (a sort, the
-        // loads): check the time between them too.
-        let ord = order(p, o);
-        if cut() {
-            return;
+}
+
+/// The squeaky-wheel runs of [`improve`], kept between rounds so that a
+/// later round continues each run where the last one left it (`solve`
+/// runs more rounds when time is left after the exact search, instead of
+/// returning early with the time unused).
+pub struct Squeaker {
+    how: Index,
+    starts: Vec<(Order, bool)>,
+    /// Per start: its run's last order and placement (`None`: not begun,
+    /// or its last pass was cut).
+    runs: Vec<Option<(Vec<usize>, Vec<u64>)>>,
+    t0: std::time::Instant,
+}
+
+impl Squeaker {
+    /// Choose how passes find overlapping buffers: up to
+    /// [`DENSE_SCAN_LIMIT`] buffers the graph when it is within
+    /// [`EDGE_LIMIT`] pairs, else a scan of the placed buffers; above, the
+    /// graph when it is within [`SQUEAK_GRAPH_PAIRS`], else time buckets
+    /// ([`Buckets`]). `None` if `cut` says stop.
+    pub fn new(p: &Problem, cut: &mut dyn FnMut() -> bool) -> Option<Squeaker> {
+        let n = p.buffers.len();
+        let limit = if n > DENSE_SCAN_LIMIT {
+            SQUEAK_GRAPH_PAIRS
+        } else {
+            EDGE_LIMIT
+        };
+        let how = match graph_within(p, limit) {
+            Some(g) if g.adj.len().saturating_mul(8) > n.saturating_mul(n) => Index::Dense,
+            Some(g) => Index::Graph(g),
+            // The scan sorts nothing: up to here it beats the buckets
+            // (training_like(30000): at the bound in 0.7 s, against 1.0038
+            // after 2 s with buckets).
+            None if n <= DENSE_SCAN_LIMIT => Index::Dense,
+            None => Index::Buckets(Buckets::new(p)),
+        };
+        // Bucketed passes are slow when long-lived buffers come late (every
+        // later query scans them): there, LoadDesc (long-lived early) first
+        // (random-like-100k: 1.0299 in 2 s; from PeakFirst no pass ended).
+        let mut starts = SQUEAK_STARTS.to_vec();
+        if matches!(how, Index::Buckets(_)) {
+            starts.swap(0, 1);
         }
-        squeak(
-            p,
-            &how,
-            ord,
-            bf,
-            lb,
-            best,
-            |w| {
-                if dbg {
-                    eprintln!("squeak {o:?} {bf} pass {passes} at {:?}", t0.elapsed());
+        let runs = vec![None; starts.len()];
+        (!cut()).then(|| Squeaker {
+            how,
+            starts,
+            runs,
+            t0: std::time::Instant::now(),
+        })
+    }
+
+    /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn.
+    /// `false` once `best` reaches `lb` or `stop` or `cut` said stop.
+    pub fn round(
+        &mut self,
+        p: &Problem,
+        lb: u64,
+        best: &mut (u64, Vec<u64>),
+        stop: &mut dyn FnMut(u64) -> bool,
+        cut: &mut dyn FnMut() -> bool,
+    ) -> bool {
+        let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
+        let mut halted = false;
+        for k in 0..self.starts.len() {
+            let (o, bf) = self.starts[k];
+            let (ord, off) = match self.runs[k].take() {
+                Some((ord, off)) => (ord, Some(off)),
+                None => {
+                    // The setup and each order cost O(n log n) (a sort,
+                    // the loads): check the time between them too.
+                    let ord = order(p, o);
+                    if cut() {
+                        return false;
+                    }
+                    (ord, None)
                 }
-                passes += 1;
-                halted = stop(w);
-                halted || passes >= SQUEAK_PASSES
-            },
-            cut,
-        );
-        if halted || cut() || best.0 <= lb {
-            return;
+            };
+            let mut passes = 0;
+            let t0 = self.t0;
+            self.runs[k] = squeak(
+                p,
+                &self.how,
+                (ord, off),
+                bf,
+                lb,
+                best,
+                |w| {
+                    if dbg {
+                        eprintln!("squeak {o:?} {bf} pass {passes} at {:?}", t0.elapsed());
+                    }
+                    passes += 1;
+                    halted = stop(w);
+                    halted || passes >= SQUEAK_PASSES
+                },
+                cut,
+            );
+            if halted || cut() || best.0 <= lb {
+                return false;
+            }
         }
+        true
     }
 }
 
@@ -972,30 +1019,37 @@ impl Merge {
 
 /// Squeaky-wheel local improvement: re-run the greedy pass with the
 /// buffers that end above the lower bound `lb` moved to the front of the
-/// order; keep the best placement in `best`. Stops at `lb` or when `stop`
-/// says so (called after every pass with the number of buffers placed);
-/// a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is dropped.
+/// order; keep the best placement in `best`. `run` is the order to start
+/// from, with its placement when it continues an earlier run (then the
+/// first pass is squeaked from it instead of repeating it). Stops at `lb`
+/// or when `stop` says so (called after every pass with the number of
+/// buffers placed), returning the last order and placement to continue
+/// from; a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is
+/// dropped, and then nothing is returned.
 #[allow(clippy::too_many_arguments)]
 pub fn squeak(
     p: &Problem,
     how: &Index,
-    mut ord: Vec<usize>,
+    run: (Vec<usize>, Option<Vec<u64>>),
     best_fit: bool,
     lb: u64,
     best: &mut (u64, Vec<u64>),
     mut stop: impl FnMut(u64) -> bool,
     cut: &mut dyn FnMut() -> bool,
-) {
-    let bs = &p.buffers;
-    let n = bs.len();
-    let mut pos = vec![0usize; n];
+) -> Option<(Vec<usize>, Vec<u64>)> {
+    let n = p.buffers.len();
     let mut pass = |ord: &[usize]| match how {
         Index::Dense => place_dense_cut(p, ord, best_fit, cut),
         Index::Graph(g) => place_cut(p, g, ord, best_fit, cut),
         Index::Buckets(b) => place_buckets_cut(p, b, ord, best_fit, cut),
     };
-    let Some(mut off) = pass(&ord) else {
-        return;
+    let (mut ord, off) = run;
+    let mut off = match off {
+        Some(off) => {
+            ord = squeaked(p, &ord, &off, lb);
+            pass(&ord)?
+        }
+        None => pass(&ord)?,
     };
     loop {
         let pk = peak(p, &off);
@@ -1009,27 +1063,25 @@ pub fn squeak(
             *best = (pk, off.clone());
         }
         if best.0 <= lb || stop(n as u64) {
-            return;
+            return Some((ord, off));
         }
-        // Buffers whose top is above the lower bound go first, in their
-        // current order (on somas_pangu_2.6B from the LoadDesc start:
-        // 1.163 x the bound -> 1.0227 in one pass, 1.0224 after nine;
-        // moving only the buffers at the peak left it at 1.163).
-        for (k, &i) in ord.iter().enumerate() {
-            pos[i] = k;
-        }
-        let mut hot: Vec<usize> = (0..n)
-            .filter(|&i| bs[i].offset.is_none() && bs[i].size > 0 && off[i] + bs[i].size > lb)
-            .collect();
-        hot.sort_by_key(|&i| pos[i]);
-        let is_hot = |i: usize| hot.binary_search_by_key(&pos[i], |&h| pos[h]).is_ok();
-        let rest: Vec<usize> = ord.iter().copied().filter(|&i| !is_hot(i)).collect();
-        ord = hot.iter().copied().chain(rest).collect();
-        match pass(&ord) {
-            Some(o) => off = o,
-            None => return,
-        }
+        ord = squeaked(p, &ord, &off, lb);
+        off = pass(&ord)?;
     }
+}
+
+/// The next order of a squeaky-wheel run: the buffers whose top in `off`
+/// is above the lower bound go first, in their current order (on
+/// somas_pangu_2.6B from the LoadDesc start: 1.163 x the bound -> 1.0227
+/// in one pass, 1.0224 after nine; moving only the buffers at the peak
+/// left it at 1.163).
+fn squeaked(p: &Problem, ord: &[usize], off: &[u64], lb: u64) -> Vec<usize> {
+    let bs = &p.buffers;
+    let hot = |i: usize| bs[i].offset.is_none() && bs[i].size > 0 && off[i] + bs[i].size > lb;
+    let first = ord.iter().copied().filter(|&i| hot(i));
+    first
+        .chain(ord.iter().copied().filter(|&i| !hot(i)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -290,14 +290,20 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let time_up = || Instant::now() >= deadline.at;
     let mut offsets = greedy::portfolio_until(p, &mut || time_up());
     let mut peak = check::peak_of(p, &offsets);
+    let mut squeaker = None;
     if p.buffers.len() > LARGE && peak > lb && !time_up() {
         // Large instances: squeaky-wheel passes first (each pass is charged
         // to the node budget as one node per buffer, so a node-limited
         // solve stays deterministic; the time limit also cuts a pass short).
         let mut best = (peak, offsets);
-        greedy::improve(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
-            time_up()
-        });
+        squeaker = greedy::Squeaker::new(p, &mut || time_up());
+        if let Some(s) = &mut squeaker {
+            if !s.round(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
+                time_up()
+            }) {
+                squeaker = None;
+            }
+        }
         (peak, offsets) = best;
     }
     let mut proven = lb;
@@ -325,7 +331,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                         &offsets,
                         peak,
                         goal,
-                        deadline,
+                        deadline.clone(),
                         lb,
                         minimize,
                         p.capacity,
@@ -341,6 +347,19 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
             peak = r.peak;
         }
         proven = proven.max(r.proven_lb.min(peak));
+    }
+    // Time left after the search (its groups were too large, or done) and
+    // still above the bound (or the capacity): the squeaky-wheel runs go
+    // on where they stopped.
+    if let Some(s) = squeaker.as_mut().filter(|_| minimize || !fits(peak)) {
+        let mut best = (peak, offsets);
+        while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
+            let mut stop = |w| deadline.passed(w);
+            if !s.round(p, proven, &mut best, &mut stop, &mut || time_up()) {
+                break;
+            }
+        }
+        (peak, offsets) = best;
     }
     let optimal = peak <= proven;
     if !fits(peak) {
@@ -463,5 +482,30 @@ mod tests {
         assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
         assert_eq!(s.offsets[0], 8);
         assert_eq!(s.offsets[1] % 16, 0);
+    }
+
+    /// A large instance whose one group is beyond the exact search and
+    /// whose first squeaky-wheel round ends above the bound: with budget
+    /// left, the runs go on where they stopped (they used to return with
+    /// the rest of the budget unused, the same peak for any budget).
+    #[test]
+    fn large_instances_spend_the_budget_left() {
+        let p = cli::random_instance(6000, 1);
+        let lb = lower_bound(&p);
+        let with = |nodes| {
+            let opts = Options {
+                time_limit: Duration::from_secs(600),
+                minimize: true,
+                threads: 1,
+                node_limit: Some(nodes),
+            };
+            let s = solve(&p, &opts).unwrap();
+            assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+            s.peak
+        };
+        // About 100 and 170 passes of 6,000 buffers (one round is 48).
+        let (some, more) = (with(600_000), with(1_000_000));
+        assert!(some > lb, "the first rounds end above the bound");
+        assert!(more < some, "more budget, lower peak: {more} vs {some}");
     }
 }
