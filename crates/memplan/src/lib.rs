@@ -30,6 +30,11 @@
 //! memory does not grow with the time limit (D, 213 buffers: 118 MB
 //! resident after 20 s on two threads, where it once held 1.2 GB at 10 s).
 //!
+//! Above [`LARGE`] buffers the squeaky-wheel improvement runs one round
+//! before the exact search and, when the search leaves time (its groups
+//! are over 5,000 buffers, or it is done) and the peak is still above the
+//! bound, goes on where it stopped until the bound or the limit.
+//!
 //! Determinism: with `threads: 1`, for the same input and options the result
 //! is the same, except that the time limit may cut the greedy stage or the
 //! exact search short at a different point on a slower or busier machine.
