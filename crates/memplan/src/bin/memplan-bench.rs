@@ -1,6 +1,10 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]...`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]`
+//!
+//! `--seeds K` runs every generated row on K seeds (its own and the K - 1
+//! after it) and ends with the worst peak / lower bound of each, so a
+//! generator's figure is not one seed's.
 //!
 //! `--dir PATH` adds a row for every `.csv` file in `PATH` (instances of
 //! your own, or real ones the tests do not see), after the shared ones.
@@ -20,6 +24,7 @@ fn main() {
     let mut limit = Duration::from_secs(1);
     let mut only: Option<String> = None;
     let mut no_capacity = false;
+    let mut seeds = 1u64;
     let mut child: Option<String> = None;
     // Each --dir with its instances, listed before anything runs.
     let mut dirs: Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> = Vec::new();
@@ -41,6 +46,16 @@ fn main() {
             }
             "--only" => only = args.next(),
             "--no-capacity" => no_capacity = true,
+            "--seeds" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u64>() {
+                    Ok(k) if (1..=1000).contains(&k) => seeds = k,
+                    _ => {
+                        eprintln!("error: --seeds takes a count from 1 to 1000, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--child" => child = args.next(),
             "--dir" => {
                 let Some(d) = args.next().map(std::path::PathBuf::from) else {
@@ -57,7 +72,7 @@ fn main() {
             }
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]..."
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]"
                 );
                 std::process::exit(2);
             }
@@ -72,7 +87,9 @@ fn main() {
         child_row(&spec, &opts, no_capacity);
         return;
     }
-    let spawn = |spec: &str| -> f64 {
+    // Runs one instance in a child; its row's peak / lower bound (none if
+    // the child failed or found nothing) and solve seconds.
+    let spawn = |spec: &str| -> (Option<f64>, f64) {
         let mut cmd = std::process::Command::new(std::env::current_exe().expect("own path"));
         cmd.args([
             "--child",
@@ -95,12 +112,19 @@ fn main() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        // The child's last line ends with its solve seconds.
-        text.lines()
-            .last()
-            .and_then(|l| l.rsplit(' ').next())
+        // The child's last line ends with its solve seconds; a solved row
+        // has peak / lower bound in its fifth column.
+        let last = text.lines().last().unwrap_or("");
+        let secs = last
+            .rsplit(' ')
+            .next()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
+            .unwrap_or(0.0);
+        let ratio = match out.status.success() && !last.contains("error:") {
+            true => last.split_whitespace().nth(4).and_then(|v| v.parse().ok()),
+            false => None,
+        };
+        (ratio, secs)
     };
     println!(
         "mode: {}{}, time limit {:.1} s per instance; one process per instance",
@@ -137,7 +161,7 @@ fn main() {
                     if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
                         continue;
                     }
-                    sub_total += spawn(&f.to_string_lossy());
+                    sub_total += spawn(&f.to_string_lossy()).1;
                 }
                 println!("{sub}: total {sub_total:.3} s");
                 total += sub_total;
@@ -150,7 +174,7 @@ fn main() {
     for (dir, files) in &dirs {
         let mut total = 0.0;
         for f in files {
-            total += spawn(&f.to_string_lossy());
+            total += spawn(&f.to_string_lossy()).1;
         }
         println!(
             "{}: {} instances, total {total:.3} s",
@@ -158,15 +182,29 @@ fn main() {
             files.len()
         );
     }
-    for (name, spec) in [
-        ("somas-like-20k", "gen:somas:20000:1"),
-        ("somas-like-50k", "gen:somas:50000:2"),
-        ("somas-like-100k", "gen:somas:100000:3"),
-        ("training-like-30k", "gen:training:30000:7"),
-        ("random-100k", "gen:random:100000:1"),
+    let mut worst = Vec::new();
+    for (name, kind, n, seed) in [
+        ("somas-like-20k", "somas", 20_000, 1),
+        ("somas-like-50k", "somas", 50_000, 2),
+        ("somas-like-100k", "somas", 100_000, 3),
+        ("training-like-30k", "training", 30_000, 7),
+        ("random-100k", "random", 100_000, 1),
     ] {
-        if only.as_ref().is_none_or(|o| name.starts_with(o.as_str())) {
-            spawn(spec);
+        if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
+            continue;
+        }
+        // The worst ratio over the seeds; a seed that failed counts as
+        // worst of all (infinite).
+        let mut w = 0f64;
+        for s in seed..seed + seeds {
+            let (r, _) = spawn(&format!("gen:{kind}:{n}:{s}"));
+            w = w.max(r.unwrap_or(f64::INFINITY));
+        }
+        worst.push((name, w));
+    }
+    if seeds > 1 {
+        for (name, w) in worst {
+            println!("{name}: worst peak/LB over {seeds} seeds {w:.4}");
         }
     }
 }
@@ -193,7 +231,7 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool) {
                 "training" => cli::training_like(n, seed),
                 _ => cli::random_instance(n, seed),
             };
-            (format!("{}-like-{}k", f[0], n / 1000), p)
+            (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
         }
         None => {
             let path = std::path::Path::new(spec);
