@@ -943,34 +943,40 @@ impl Sky {
         } else {
             INF
         };
-        for k in 0..self.starts[t0].len() {
-            let b = self.starts[t0][k] as usize;
+        // `nb` per unplaced `b` starting at `t0`, minimised over them in one
+        // pass each way: the floors are `l` over the well, higher from `pe`
+        // on, so `M(b) > l` iff `b` ends after `pe`, and then `M(b)` is the
+        // largest floor of `[pe, end(b))`, least for the earliest end;
+        // otherwise `nb(b)` is `l` + the smallest size starting in
+        // `[tn, end(b))`, least for the latest end.
+        let (mut end_after, mut end_within) = (usize::MAX, 0usize);
+        for &b in &self.starts[t0] {
+            let b = b as usize;
             if self.placed[b] {
                 continue;
             }
-            let (blo, bhi) = self.span[b];
-            let m = (blo as usize..bhi as usize)
-                .map(|s| self.h[s])
-                .max()
-                .unwrap_or(l);
-            let nb = if m > l {
-                m
+            let bhi = self.span[b].1 as usize;
+            if bhi > pe {
+                end_after = end_after.min(bhi);
             } else {
-                let mut smin = INF;
-                for s in tn..bhi as usize {
-                    if self.nstart[s] == 0 {
-                        continue;
-                    }
-                    for &c in &self.starts[s] {
-                        if !self.placed[c as usize] {
-                            smin = smin.min(self.size[c as usize]);
-                        }
-                    }
-                }
-                l.saturating_add(smin)
-            };
-            r = r.min(nb);
+                end_within = end_within.max(bhi);
+            }
         }
+        if end_after != usize::MAX {
+            r = r.min(self.h[pe..end_after].iter().copied().max().unwrap());
+        }
+        let mut smin = INF;
+        for s in tn..end_within {
+            if self.nstart[s] == 0 {
+                continue;
+            }
+            for &c in &self.starts[s] {
+                if !self.placed[c as usize] {
+                    smin = smin.min(self.size[c as usize]);
+                }
+            }
+        }
+        r = r.min(l.saturating_add(smin));
         if r == INF {
             return false;
         }
