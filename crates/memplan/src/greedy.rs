@@ -632,7 +632,7 @@ pub fn portfolio_until(p: &Problem, stop: &mut dyn FnMut() -> bool) -> Vec<u64> 
 }
 
 /// Above [`DENSE_SCAN_LIMIT`] buffers and this many overlapping pairs,
-/// [`improve`]'s passes use time buckets instead of the graph: a pass over
+/// [`Squeaker`]'s passes use time buckets instead of the graph: a pass over
 /// the graph reads and sorts every placed neighbour of every buffer, while
 /// a bucketed first fit stops at the first gap that holds it. Random-like
 /// instances, first-fit LoadDesc pass: 40,000 buffers (4.8M pairs) 112 ->
@@ -644,7 +644,7 @@ pub fn portfolio_until(p: &Problem, stop: &mut dyn FnMut() -> bool) -> Vec<u64> 
 /// [`EDGE_LIMIT`].)
 pub const SQUEAK_GRAPH_PAIRS: usize = 4_000_000;
 
-/// Starting orders of [`improve`]'s squeaky-wheel runs, and passes each.
+/// Starting orders of [`Squeaker`]'s runs, and passes each per round.
 pub const SQUEAK_STARTS: &[(Order, bool)] = &[
     (Order::PeakFirst, false),
     (Order::LoadDesc, false),
@@ -653,28 +653,11 @@ pub const SQUEAK_STARTS: &[(Order, bool)] = &[
 ];
 pub const SQUEAK_PASSES: usize = 12;
 
-/// Local improvement for large instances: one [`Squeaker::round`], i.e.
-/// squeaky-wheel runs ([`squeak`]) from the orders of [`SQUEAK_STARTS`],
-/// each for up to [`SQUEAK_PASSES`] passes, improving `best` (peak,
-/// offsets) until it reaches `lb` or `stop` (called after every pass with
-/// the buffers placed) says stop; `cut` is checked within passes (every
-/// [`CUT_EVERY`] buffers) and drops the pass it stops.
-pub fn improve(
-    p: &Problem,
-    lb: u64,
-    best: &mut (u64, Vec<u64>),
-    stop: &mut dyn FnMut(u64) -> bool,
-    cut: &mut dyn FnMut() -> bool,
-) {
-    if let Some(mut s) = Squeaker::new(p, cut) {
-        s.round(p, lb, best, stop, cut);
-    }
-}
-
-/// The squeaky-wheel runs of [`improve`], kept between rounds so that a
-/// later round continues each run where the last one left it (`solve`
-/// runs more rounds when time is left after the exact search, instead of
-/// returning early with the time unused).
+/// Local improvement for large instances: squeaky-wheel runs
+/// ([`squeak`]) from the orders of [`SQUEAK_STARTS`], kept between rounds
+/// so that a later round continues each run where the last one left it
+/// (`solve` runs one round before the exact search and more when time is
+/// left after it, instead of returning early with the time unused).
 pub struct Squeaker {
     how: Index,
     starts: Vec<(Order, bool)>,
@@ -722,8 +705,11 @@ impl Squeaker {
         })
     }
 
-    /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn.
-    /// `false` once `best` reaches `lb` or `stop` or `cut` said stop.
+    /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
+    /// improving `best` (peak, offsets). `stop` is called after every pass
+    /// with the buffers placed; `cut` is checked within passes (every
+    /// [`CUT_EVERY`] buffers) and drops the pass it stops. `false` once
+    /// `best` reaches `lb` or `stop` or `cut` said stop.
     pub fn round(
         &mut self,
         p: &Problem,

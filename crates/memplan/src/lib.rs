@@ -279,7 +279,8 @@ impl Deadline {
 }
 
 /// Above this many buffers `solve` runs the greedy local improvement
-/// (`greedy::improve`) before the exact search.
+/// (`greedy::Squeaker`) before the exact search, and after it while time
+/// is left.
 pub const LARGE: usize = 5_000;
 
 /// Stack of each exact-search thread (virtual: only what the recursion
