@@ -304,11 +304,9 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
         let mut best = (peak, offsets);
         squeaker = greedy::Squeaker::new(p, &mut || time_up());
         if let Some(s) = &mut squeaker {
-            if !s.round(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
+            s.round(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
                 time_up()
-            }) {
-                squeaker = None;
-            }
+            });
         }
         (peak, offsets) = best;
     }
@@ -357,7 +355,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // Time left after the search (its groups were too large, or done) and
     // still above the bound (or the capacity): the squeaky-wheel runs go
     // on where they stopped.
-    if let Some(s) = squeaker.as_mut().filter(|_| minimize || !fits(peak)) {
+    if let Some(s) = &mut squeaker {
         let mut best = (peak, offsets);
         while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
             let mut stop = |w| deadline.passed(w);

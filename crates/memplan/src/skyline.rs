@@ -294,6 +294,21 @@ pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
         .all(|&i| bs[i].size == 0 || g.is_multiple_of(bs[i].alignment))
 }
 
+/// A bitset of `n` bits, all clear.
+fn bits(n: usize) -> Vec<u64> {
+    vec![0; n.div_ceil(64).max(1)]
+}
+
+/// Set (`on`) or clear bit `s` of `bits`.
+fn put_bit(bits: &mut [u64], s: usize, on: bool) {
+    let bit = 1u64 << (s % 64);
+    if on {
+        bits[s / 64] |= bit;
+    } else {
+        bits[s / 64] &= !bit;
+    }
+}
+
 /// The first set bit of `bits` in `[from, hi)`, or `hi`.
 fn next_bit(bits: &[u64], from: usize, hi: usize) -> usize {
     if from >= hi {
@@ -474,19 +489,17 @@ impl Sky {
             prev_same,
             h: vec![0; nsec],
             bnd: {
-                let mut v = vec![0u64; nsec.div_ceil(64).max(1)];
-                v[0] = 1;
+                let mut v = bits(nsec);
+                put_bit(&mut v, 0, true);
                 v
             },
             rem,
             placed: vec![false; n],
             off: vec![0; n],
             uncrossed: {
-                let mut v = vec![0u64; nsec.div_ceil(64).max(1)];
+                let mut v = bits(nsec);
                 for (s, &c) in cross.iter().enumerate() {
-                    if c == 0 {
-                        v[s / 64] |= 1 << (s % 64);
-                    }
+                    put_bit(&mut v, s, c == 0);
                 }
                 v
             },
@@ -583,12 +596,7 @@ impl Sky {
         if s == 0 || s >= self.nsec {
             return;
         }
-        let bit = 1u64 << (s % 64);
-        if self.h[s] != self.h[s - 1] {
-            self.bnd[s / 64] |= bit;
-        } else {
-            self.bnd[s / 64] &= !bit;
-        }
+        put_bit(&mut self.bnd, s, self.h[s] != self.h[s - 1]);
     }
 
     fn apply_place(&mut self, b: usize, l: u64) {
@@ -608,9 +616,7 @@ impl Sky {
         self.fix_bnd(hi);
         for s in lo..hi - 1 {
             self.cross[s] -= 1;
-            if self.cross[s] == 0 {
-                self.uncrossed[s / 64] |= 1 << (s % 64);
-            }
+            put_bit(&mut self.uncrossed, s, self.cross[s] == 0);
         }
         self.trail.push(Op::Place(b as u32, l));
     }
@@ -640,10 +646,8 @@ impl Sky {
                     self.fix_bnd(lo);
                     self.fix_bnd(hi);
                     for s in lo..hi - 1 {
-                        if self.cross[s] == 0 {
-                            self.uncrossed[s / 64] &= !(1 << (s % 64));
-                        }
                         self.cross[s] += 1;
+                        put_bit(&mut self.uncrossed, s, false);
                     }
                     self.nstart[lo] += 1;
                     self.hash.key_add(lo, self.zkey[b], false);

@@ -120,10 +120,10 @@ fn main() {
             .next()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0);
-        let ratio = match out.status.success() && !last.contains("error:") {
-            true => last.split_whitespace().nth(4).and_then(|v| v.parse().ok()),
-            false => None,
-        };
+        let solved = out.status.success() && !last.contains("error:");
+        let ratio = solved
+            .then(|| last.split_whitespace().nth(4).and_then(|v| v.parse().ok()))
+            .flatten();
         (ratio, secs)
     };
     println!(
