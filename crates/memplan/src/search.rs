@@ -880,6 +880,21 @@ fn run_skyline_one(
         // probes took D 1.4 s on one machine and over 2 s on another, where
         // no halfway probe ran and D stayed at 1.085. Counted in nodes, not
         // seconds, so a node-limited solve stays the same everywhere.
+        // These probes take the large steps. On J (one thread, MEMPLAN_V0=2,
+        // 60M nodes) the runs at the cap lower the peak by one unit (1 KiB)
+        // per placement found, 1190 -> 1072 units, and then two halfway
+        // probes found 987 and then 977 units: 1.0114 of the bound, the
+        // lowest placement of J known (250M nodes found none lower).
+        // Other targets, in units over ten order variants at 5M nodes
+        // (mean, D / J), against halfway's 1020 / 1017:
+        //   - halfway above the highest target that failed: 1022 / 1012;
+        //   - one step below the cap, doubled per hit and halved per
+        //     miss: 1030 (every variant stuck there) / 1014;
+        //   - rungs 1/128 to 1/8 above the goal in turn: 1037 / 1024;
+        //   - every run a probe once mid_on: 1025 / 1015;
+        //   - the goal only every fourth probe: 1021 / 1019.
+        // None is better on both, and the spread between variants (D 1012
+        // to 1040, J 987 to 1034) is larger than any of the differences.
         mid_on = mid_on || prun >= mid_start || d.nodes >= mid_nodes;
         let target = if probe && mid_on && prun % 2 == 1 {
             let c = d.cap.min(o.cap);
