@@ -1029,14 +1029,11 @@ pub fn squeak(
         Index::Graph(g) => place_cut(p, g, ord, best_fit, cut),
         Index::Buckets(b) => place_buckets_cut(p, b, ord, best_fit, cut),
     };
-    let (mut ord, off) = run;
-    let mut off = match off {
-        Some(off) => {
-            ord = squeaked(p, &ord, &off, lb);
-            pass(&ord)?
-        }
-        None => pass(&ord)?,
-    };
+    let (mut ord, last) = run;
+    if let Some(last) = &last {
+        ord = squeaked(p, &ord, last, lb);
+    }
+    let mut off = pass(&ord)?;
     loop {
         let pk = peak(p, &off);
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
