@@ -653,6 +653,9 @@ pub const SQUEAK_STARTS: &[(Order, bool)] = &[
 ];
 pub const SQUEAK_PASSES: usize = 12;
 
+/// The best placement so far: (peak, offsets).
+pub type Best = (u64, Vec<u64>);
+
 /// Local improvement for large instances: squeaky-wheel runs
 /// ([`squeak`]) from the orders of [`SQUEAK_STARTS`], kept between rounds
 /// so that a later round continues each run where the last one left it
@@ -707,7 +710,8 @@ impl Squeaker {
 
     /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
     /// improving `best` (peak, offsets). `stop` is called after every pass
-    /// with the buffers placed; `cut` is checked within passes (every
+    /// with the buffers placed and `best`, which it may improve itself
+    /// (`solve` runs ejection-chain slices there); `cut` is checked within passes (every
     /// [`CUT_EVERY`] buffers) and drops the pass it stops. `false` once
     /// `best` reaches `lb` or `stop` or `cut` said stop.
     pub fn round(
@@ -715,7 +719,7 @@ impl Squeaker {
         p: &Problem,
         lb: u64,
         best: &mut (u64, Vec<u64>),
-        stop: &mut dyn FnMut(u64) -> bool,
+        stop: &mut dyn FnMut(u64, &mut Best) -> bool,
         cut: &mut dyn FnMut() -> bool,
     ) -> bool {
         let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
@@ -743,12 +747,12 @@ impl Squeaker {
                 bf,
                 lb,
                 best,
-                |w| {
+                |w, best| {
                     if dbg {
                         eprintln!("squeak {o:?} {bf} pass {passes} at {:?}", t0.elapsed());
                     }
                     passes += 1;
-                    halted = stop(w);
+                    halted = stop(w, best);
                     halted || passes >= SQUEAK_PASSES
                 },
                 cut,
@@ -1009,7 +1013,7 @@ impl Merge {
 /// from, with its placement when it continues an earlier run (then the
 /// first pass is squeaked from it instead of repeating it). Stops at `lb`
 /// or when `stop` says so (called after every pass with the number of
-/// buffers placed), returning the last order and placement to continue
+/// buffers placed and `best`, which it may improve), returning the last order and placement to continue
 /// from; a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is
 /// dropped, and then nothing is returned.
 #[allow(clippy::too_many_arguments)]
@@ -1020,7 +1024,7 @@ pub fn squeak(
     best_fit: bool,
     lb: u64,
     best: &mut (u64, Vec<u64>),
-    mut stop: impl FnMut(u64) -> bool,
+    mut stop: impl FnMut(u64, &mut Best) -> bool,
     cut: &mut dyn FnMut() -> bool,
 ) -> Option<(Vec<usize>, Vec<u64>)> {
     let n = p.buffers.len();
@@ -1045,7 +1049,7 @@ pub fn squeak(
         if pk < best.0 {
             *best = (pk, off.clone());
         }
-        if best.0 <= lb || stop(n as u64) {
+        if best.0 <= lb || stop(n as u64, best) {
             return Some((ord, off));
         }
         ord = squeaked(p, &ord, &off, lb);

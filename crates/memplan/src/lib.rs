@@ -23,7 +23,9 @@
 //! 50 ms returned after 0.09-0.10 s, 0.3 s after 0.30 s, tests/deadline.rs;
 //! with the machine's load average at 7, 0.15-0.25 s for 50 ms). Memory:
 //! about 200-500 bytes per buffer
-//! (somas_like(100000): 21-39 MB resident in all), plus 8 bytes per
+//! (somas_like(100000): 21-39 MB resident in all), plus at most about 140
+//! bytes per buffer for the ejection chains' time index (32 entries of 4
+//! bytes, and 9 bytes of state), plus 8 bytes per
 //! overlapping pair where the greedy graph is built (at most 8M pairs) and
 //! the exact search's state on groups of at most 5,000 buffers, whose
 //! dead-state memo takes at most 24 MB per search direction and thread, so
@@ -33,7 +35,12 @@
 //! Above [`LARGE`] buffers the squeaky-wheel improvement runs one round
 //! before the exact search and, when the search leaves time (its groups
 //! are over 5,000 buffers, or it is done) and the peak is still above the
-//! bound, goes on where it stopped until the bound or the limit.
+//! bound, goes on where it stopped until the bound or the limit. After
+//! every pass an ejection-chain slice (`eject.rs`) works on the best
+//! placement: it moves the buffers that end above a target into slots
+//! lower down and evicts what is in the way. Its work is charged to the
+//! node budget too, and adapts to its success (a few percent of a pass
+//! where it fails, about as much as a pass where it lowers the peak).
 //!
 //! Determinism: with `threads: 1`, for the same input and options the result
 //! is the same, except that the time limit may cut the greedy stage or the
@@ -49,6 +56,7 @@ pub mod bound;
 pub mod check;
 pub mod cli;
 pub mod csv;
+mod eject;
 pub mod greedy;
 mod search;
 mod skyline;
@@ -297,16 +305,21 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let mut offsets = greedy::portfolio_until(p, &mut || time_up());
     let mut peak = check::peak_of(p, &offsets);
     let mut squeaker = None;
+    let mut ejector = eject::Slices::default();
     if p.buffers.len() > LARGE && peak > lb && !time_up() {
-        // Large instances: squeaky-wheel passes first (each pass is charged
-        // to the node budget as one node per buffer, so a node-limited
-        // solve stays deterministic; the time limit also cuts a pass short).
+        // Large instances: squeaky-wheel passes first, an ejection-chain
+        // slice after each (a pass is charged to the node budget as one
+        // node per buffer, a slice as one per `ENTRIES_PER_NODE` entries it
+        // read, so a node-limited solve stays deterministic; the time limit
+        // also cuts a pass or a slice short).
         let mut best = (peak, offsets);
         squeaker = greedy::Squeaker::new(p, &mut || time_up());
         if let Some(s) = &mut squeaker {
-            s.round(p, lb, &mut best, &mut |w| deadline.passed(w), &mut || {
-                time_up()
-            });
+            let mut stop = |w, best: &mut (u64, Vec<u64>)| {
+                let e = ejector.slice(p, best, lb, &mut || time_up());
+                deadline.passed(w + e / eject::ENTRIES_PER_NODE)
+            };
+            s.round(p, lb, &mut best, &mut stop, &mut || time_up());
         }
         (peak, offsets) = best;
     }
@@ -358,7 +371,14 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     if let Some(s) = &mut squeaker {
         let mut best = (peak, offsets);
         while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
-            let mut stop = |w| deadline.passed(w);
+            let mut stop = |w, best: &mut (u64, Vec<u64>)| {
+                let e = if minimize || !fits(best.0) {
+                    ejector.slice(p, best, proven, &mut || time_up())
+                } else {
+                    0
+                };
+                deadline.passed(w + e / eject::ENTRIES_PER_NODE)
+            };
             if !s.round(p, proven, &mut best, &mut stop, &mut || time_up()) {
                 break;
             }
