@@ -361,10 +361,11 @@ impl Slices {
         };
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
             eprintln!(
-                "eject slice: peak {} ({:.4} of the bound), next share {}",
+                "eject slice: peak {} ({:.4} of the bound), next share {}, {} entries read",
                 best.0,
                 best.0 as f64 / lb.max(1) as f64,
-                self.share
+                self.share,
+                ej.work - w0
             );
         }
         ej.work - w0
