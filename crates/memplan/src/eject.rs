@@ -24,7 +24,10 @@
 
 use crate::{align_up, Problem};
 
-/// Moves an attempt may make before it is given up.
+/// Moves an attempt may make before it is given up. Summed excess over the
+/// bound at 2 s on nine random-like instances (1e-4, tenure 7): 300 moves
+/// 680, 1000 608, 4000 768 (a failed attempt costs its whole budget; the
+/// successful ones took from 3 to a few hundred moves).
 const ATTEMPT_MOVES: u32 = 1000;
 /// Moves for which a buffer just placed may not be evicted. At 2 s, summed
 /// excess over the bound on 18 random-like instances of 30k-100k buffers
@@ -34,7 +37,9 @@ const ATTEMPT_MOVES: u32 = 1000;
 /// seed 2: 1.0288 at 7, at the bound at 3 in three runs of three); without
 /// it tenures 3 to 7 are within noise of each other.
 const TENURE: u32 = 3;
-/// Penalty per evicted buffer, in median buffer areas.
+/// Penalty per evicted buffer, in median buffer areas. Same measure: 1
+/// median area 571, 10 517, 100 653; cost by size alone (no area, no
+/// penalty) left the peaks where the passes had them.
 const PENALTY_AREAS: u128 = 10;
 /// Work of a slice, in entries read per buffer of the instance: the first
 /// slice's, and the least and most it adapts to (doubled after a slice
@@ -89,8 +94,12 @@ impl Ejector {
         // Blocks of about 64 starts, fewer where long-lived buffers would
         // make the lists hold more than `INDEX_PER_BUFFER` entries per
         // buffer (memory stays linear; queries then read longer lists).
+        // (`solve` validated the lifetimes: every `upper > lower`.)
         let mut nb = (bs.len() / 64).clamp(1, 4096);
         let blocks = loop {
+            if lows.is_empty() {
+                break vec![0];
+            }
             let mut blocks: Vec<u64> = (0..nb).map(|k| lows[k * lows.len() / nb]).collect();
             blocks[0] = 0;
             blocks.dedup();
@@ -402,8 +411,8 @@ mod tests {
         assert!(ej.attempt(&p, &mut off, 8, u64::MAX, &mut || false));
         check(&p, &off).unwrap();
         assert_eq!(check::peak_of(&p, &off), 8, "{off:?}");
-        // h went to 4 in place of s (the cheaper eviction: 4 step-bytes
-        // against x's 24), and s above it.
+        // h went to 4 in place of s (the cheaper eviction: an area of 8
+        // byte-steps against x's 24), and s above it.
         assert_eq!(off, vec![0, 6, 6, 4]);
     }
 
