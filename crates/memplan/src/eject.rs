@@ -330,18 +330,19 @@ pub(crate) struct Slices {
 }
 
 impl Slices {
-    /// One slice on `best` (peak, offsets), lowering its peak towards
-    /// `lb`. Returns the work done, in entries read
+    /// One slice on `best` (peak, offsets), lowering its peak towards the
+    /// bound `lb` until it is at `goal` (the bound, or a capacity to fit
+    /// under). Returns the work done, in entries read
     /// ([`ENTRIES_PER_NODE`] to a node). `stop` is asked between attempts
     /// and every 64 moves.
     pub(crate) fn slice(
         &mut self,
         p: &Problem,
         best: &mut (u64, Vec<u64>),
-        lb: u64,
+        (lb, goal): (u64, u64),
         stop: &mut dyn FnMut() -> bool,
     ) -> u64 {
-        if best.0 <= lb || stop() {
+        if best.0 <= goal || stop() {
             return 0;
         }
         let ej = self.ej.get_or_insert_with(|| Ejector::new(p));
@@ -351,7 +352,7 @@ impl Slices {
         let w0 = ej.work;
         let w_end = w0 + p.buffers.len() as u64 * self.share;
         let peak0 = best.0;
-        while ej.work < w_end && best.0 > lb && !stop() {
+        while ej.work < w_end && best.0 > goal && !stop() {
             let gap = best.0 - lb;
             if self.step == 0 || self.step < gap / 256 || self.step >= gap {
                 self.step = (gap / 2).max(1);
@@ -447,7 +448,7 @@ mod tests {
             let mut best = (start, off);
             let mut s = Slices::default();
             for _ in 0..20 {
-                s.slice(&p, &mut best, lb, &mut || false);
+                s.slice(&p, &mut best, (lb, lb), &mut || false);
                 check(&p, &best.1).unwrap();
                 assert_eq!(best.0, check::peak_of(&p, &best.1));
             }

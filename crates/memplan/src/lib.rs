@@ -306,7 +306,13 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let mut peak = check::peak_of(p, &offsets);
     let mut squeaker = None;
     let mut ejector = eject::Slices::default();
-    if p.buffers.len() > LARGE && peak > lb && !time_up() {
+    let minimize = opts.minimize || p.capacity.is_none();
+    let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
+    // What the improvement works towards: the bound when minimising, any
+    // placement within the capacity when fitting (a fit that the greedy
+    // start or a pass already meets returns at once).
+    let goal = if minimize { lb } else { p.capacity.unwrap() };
+    if p.buffers.len() > LARGE && peak > goal && lb <= goal && !time_up() {
         // Large instances: squeaky-wheel passes first, an ejection-chain
         // slice after each (a pass is charged to the node budget as one
         // node per buffer, a slice as one per `ENTRIES_PER_NODE` entries it
@@ -316,16 +322,14 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
         squeaker = greedy::Squeaker::new(p, &mut || time_up());
         if let Some(s) = &mut squeaker {
             let mut stop = |w, best: &mut (u64, Vec<u64>)| {
-                let e = ejector.slice(p, best, lb, &mut || time_up());
-                deadline.passed(w + e / eject::ENTRIES_PER_NODE)
+                let e = ejector.slice(p, best, (lb, goal), &mut || time_up());
+                deadline.passed(w + e / eject::ENTRIES_PER_NODE) || best.0 <= goal
             };
             s.round(p, lb, &mut best, &mut stop, &mut || time_up());
         }
         (peak, offsets) = best;
     }
     let mut proven = lb;
-    let minimize = opts.minimize || p.capacity.is_none();
-    let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
 
     let need_search = !time_up()
         && if minimize {
@@ -334,7 +338,6 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
             !fits(peak) && lb <= p.capacity.unwrap()
         };
     if need_search {
-        let goal = if minimize { lb } else { p.capacity.unwrap() };
         // The exact searches recurse once per node on their path (a dive
         // over a thousand buffers with slack is several thousand frames
         // deep), more than the 2 MiB a spawned thread gets by default: run
@@ -372,12 +375,8 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
         let mut best = (peak, offsets);
         while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
             let mut stop = |w, best: &mut (u64, Vec<u64>)| {
-                let e = if minimize || !fits(best.0) {
-                    ejector.slice(p, best, proven, &mut || time_up())
-                } else {
-                    0
-                };
-                deadline.passed(w + e / eject::ENTRIES_PER_NODE)
+                let e = ejector.slice(p, best, (proven, goal.max(proven)), &mut || time_up());
+                deadline.passed(w + e / eject::ENTRIES_PER_NODE) || (!minimize && fits(best.0))
             };
             if !s.round(p, proven, &mut best, &mut stop, &mut || time_up()) {
                 break;
@@ -404,6 +403,26 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fit on a large instance whose greedy start is already within the
+    /// capacity returns that start: no improvement runs once the capacity
+    /// is met (it used to run its whole first round, or the limit).
+    #[test]
+    fn a_large_fit_stops_at_the_capacity() {
+        let mut p = cli::random_instance(LARGE + 1000, 3);
+        let start = greedy::portfolio(&p);
+        let peak = check::peak_of(&p, &start);
+        assert!(peak > lower_bound(&p), "the start is above the bound");
+        p.capacity = Some(peak);
+        let opts = Options {
+            minimize: false,
+            time_limit: Duration::from_secs(60),
+            node_limit: Some(u64::MAX),
+            threads: 1,
+        };
+        let sol = solve(&p, &opts).unwrap();
+        assert_eq!(sol.offsets, start);
+    }
 
     #[test]
     fn solves_tiny() {
