@@ -13,9 +13,10 @@
 //! 256 buffers, the portfolio between passes, the large-instance
 //! improvement within passes, the exact search every 1,024 nodes). What
 //! always runs is `O(n log n)` or bounded: validation, the lower bound,
-//! the attempt to build the overlap graph (stopped at 8M pairs), and, when
-//! the first pass is cut short or the overlap graph is too large to build, the
-//! start-time sweep (first fit, about 0.07 s at 100,000 buffers), so every
+//! the attempt to build the overlap graph (stopped at 8M pairs), and the
+//! start-time sweep (first fit, about 0.07 s at 100,000 buffers) above
+//! [`LARGE`] buffers, where it is the start, or when the portfolio's first
+//! pass is cut short or the overlap graph is too large to build, so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
 //! instances (measured on a 2-core machine shared with other builds,
@@ -302,7 +303,17 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     validate(p)?;
     let lb = lower_bound(p);
     let time_up = || Instant::now() >= deadline.at;
-    let mut offsets = greedy::portfolio_until(p, &mut || time_up());
+    // Above `LARGE` the squeaky-wheel passes and ejection chains do the
+    // work, and start from the start-time sweep: the greedy portfolio's
+    // passes took up to 1 s of a 2 s limit (random 50k: 1.0 s) and their
+    // best never ended a solve lower (memplan-bench --minimize --seeds 3
+    // and 26 own random-like instances: the same peaks or lower without
+    // it, the bound reached 0.3-1.0 s sooner).
+    let mut offsets = if p.buffers.len() > LARGE {
+        greedy::sweep_place(p)
+    } else {
+        greedy::portfolio_until(p, &mut || time_up())
+    };
     let mut peak = check::peak_of(p, &offsets);
     let mut squeaker = None;
     let mut ejector = eject::Slices::default();
@@ -410,7 +421,7 @@ mod tests {
     #[test]
     fn a_large_fit_stops_at_the_capacity() {
         let mut p = cli::random_instance(LARGE + 1000, 3);
-        let start = greedy::portfolio(&p);
+        let start = greedy::sweep_place(&p);
         let peak = check::peak_of(&p, &start);
         assert!(peak > lower_bound(&p), "the start is above the bound");
         p.capacity = Some(peak);
