@@ -1,6 +1,12 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]`
+//!
+//! `--fit-at R` gives every row without a capacity (the generated and real
+//! ones, or all with `--no-capacity`) a capacity of R × its lower bound
+//! (rounded up): without `--minimize` the row then times a fit there, as
+//! a user with a memory budget would run it; the fits column says whether
+//! the placement is within it.
 //!
 //! `--seeds K` runs every generated row on K seeds (its own and the K - 1
 //! after it) and ends with the worst peak / lower bound of each, so a
@@ -25,6 +31,7 @@ fn main() {
     let mut only: Option<String> = None;
     let mut no_capacity = false;
     let mut seeds = 1u64;
+    let mut fit_at: Option<f64> = None;
     let mut child: Option<String> = None;
     // Each --dir with its instances, listed before anything runs.
     let mut dirs: Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> = Vec::new();
@@ -56,6 +63,16 @@ fn main() {
                     }
                 }
             }
+            "--fit-at" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<f64>() {
+                    Ok(r) if r.is_finite() && (1.0..=1000.0).contains(&r) => fit_at = Some(r),
+                    _ => {
+                        eprintln!("error: --fit-at takes a ratio from 1 to 1000, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--child" => child = args.next(),
             "--dir" => {
                 let Some(d) = args.next().map(std::path::PathBuf::from) else {
@@ -72,7 +89,7 @@ fn main() {
             }
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--no-capacity] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]"
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]"
                 );
                 std::process::exit(2);
             }
@@ -84,7 +101,7 @@ fn main() {
         ..Default::default()
     };
     if let Some(spec) = child {
-        child_row(&spec, &opts, no_capacity);
+        child_row(&spec, &opts, no_capacity, fit_at);
         return;
     }
     // Runs one instance in a child; its row's peak / lower bound (none if
@@ -102,6 +119,9 @@ fn main() {
         }
         if no_capacity {
             cmd.arg("--no-capacity");
+        }
+        if let Some(r) = fit_at {
+            cmd.args(["--fit-at", &r.to_string()]);
         }
         let out = cmd.output().expect("run the child");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -127,9 +147,12 @@ fn main() {
         (ratio, secs)
     };
     println!(
-        "mode: {}{}, time limit {:.1} s per instance; one process per instance",
+        "mode: {}{}{}, time limit {:.1} s per instance; one process per instance",
         if minimize { "minimize" } else { "fit capacity" },
         if no_capacity { " (no capacity)" } else { "" },
+        fit_at.map_or(String::new(), |r| format!(
+            " (rows without one: {r} x the lower bound)"
+        )),
         limit.as_secs_f64()
     );
     println!(
@@ -221,8 +244,8 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 
 /// Solve one instance (a CSV path, or `gen:KIND:N:SEED` for a generated
 /// one) and print its row; the last field is the solve seconds.
-fn child_row(spec: &str, opts: &Options, no_capacity: bool) {
-    let (name, p) = match spec.strip_prefix("gen:") {
+fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
+    let (name, mut p) = match spec.strip_prefix("gen:") {
         Some(g) => {
             let f: Vec<&str> = g.split(':').collect();
             let (n, seed): (usize, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
@@ -244,6 +267,9 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool) {
             (name, p)
         }
     };
+    if let (Some(r), None) = (fit_at, p.capacity) {
+        p.capacity = Some((lower_bound(&p) as f64 * r).ceil() as u64);
+    }
     row(&name, &p, opts);
 }
 
