@@ -31,9 +31,9 @@ pub fn shared_dir() -> Option<std::path::PathBuf> {
 }
 
 /// Deterministic xorshift generator for synthetic instances.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

@@ -22,7 +22,8 @@
 //! where only short-lived buffers are in the way). The passes rebuild
 //! whole placements from orders and do not make such targeted moves.
 
-use crate::{align_up, Problem};
+use crate::greedy::{block, block_starts};
+use crate::{align_up, cli::Rng, Problem};
 
 /// Moves an attempt may make before it is given up. Summed excess over the
 /// bound at 2 s on nine random-like instances (1e-4, tenure 7): 300 moves
@@ -55,10 +56,6 @@ pub(crate) const ENTRIES_PER_NODE: u64 = 128;
 /// Most entries per buffer in the time index's block lists.
 const INDEX_PER_BUFFER: usize = 32;
 
-fn block(starts: &[u64], t: u64) -> u32 {
-    (starts.partition_point(|&x| x <= t) - 1) as u32
-}
-
 /// The state of the ejection chains of one solve: a static index of the
 /// buffers live in each block of time (blocks of about equally many
 /// starts) and the chain's scratch space, built at the first slice.
@@ -69,7 +66,7 @@ pub(crate) struct Ejector {
     /// Per buffer, the first block it is live in.
     first: Vec<u32>,
     penalty: u128,
-    rng: u64,
+    rng: Rng,
     /// Per buffer, the move until which it may not be evicted.
     tabu: Vec<u32>,
     /// Per buffer, whether it is out of the placement.
@@ -97,15 +94,10 @@ impl Ejector {
         // (`solve` validated the lifetimes: every `upper > lower`.)
         let mut nb = (bs.len() / 64).clamp(1, 4096);
         let blocks = loop {
-            if lows.is_empty() {
-                break vec![0];
-            }
-            let mut blocks: Vec<u64> = (0..nb).map(|k| lows[k * lows.len() / nb]).collect();
-            blocks[0] = 0;
-            blocks.dedup();
+            let blocks = block_starts(&lows, nb);
             let entries: usize = bs
                 .iter()
-                .filter(|b| b.size > 0 && b.upper > b.lower)
+                .filter(|b| b.size > 0)
                 .map(|b| (block(&blocks, b.upper - 1) - block(&blocks, b.lower)) as usize + 1)
                 .sum();
             if nb == 1 || entries <= INDEX_PER_BUFFER * bs.len() {
@@ -116,7 +108,7 @@ impl Ejector {
         let mut lists = vec![Vec::new(); blocks.len()];
         let mut first = vec![0u32; bs.len()];
         for (i, b) in bs.iter().enumerate() {
-            if b.size == 0 || b.upper <= b.lower {
+            if b.size == 0 {
                 continue;
             }
             let (a, z) = (block(&blocks, b.lower), block(&blocks, b.upper - 1));
@@ -141,7 +133,7 @@ impl Ejector {
             lists,
             first,
             penalty: median.max(1) * PENALTY_AREAS,
-            rng: 0x2545_f491_4f6c_dd1d,
+            rng: Rng(0x2545_f491_4f6c_dd1d),
             tabu: vec![0; bs.len()],
             out: vec![false; bs.len()],
             touched: Vec::new(),
@@ -151,13 +143,6 @@ impl Ejector {
             by_top: Vec::new(),
             work: 0,
         }
-    }
-
-    fn rand(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
     }
 
     /// The buffers live with `i` into `self.nb` (each once: a buffer is
@@ -282,7 +267,7 @@ impl Ejector {
                     continue;
                 }
                 let total = sum + count * self.penalty;
-                let r = self.rand();
+                let r = self.rng.next();
                 if best.is_none_or(|x| (total, r) < (x.0, x.2)) {
                     best = Some((total, c, r));
                 }

@@ -711,14 +711,15 @@ impl Squeaker {
     /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
     /// improving `best` (peak, offsets). `stop` is called after every pass
     /// with the buffers placed and `best`, which it may improve itself
-    /// (`solve` runs ejection-chain slices there); `cut` is checked within passes (every
-    /// [`CUT_EVERY`] buffers) and drops the pass it stops. `false` once
+    /// (`solve` runs ejection-chain slices there); `cut` is checked within
+    /// passes (every [`CUT_EVERY`] buffers) and drops the pass it stops.
+    /// `false` once
     /// `best` reaches `lb` or `stop` or `cut` said stop.
     pub fn round(
         &mut self,
         p: &Problem,
         lb: u64,
-        best: &mut (u64, Vec<u64>),
+        best: &mut Best,
         stop: &mut dyn FnMut(u64, &mut Best) -> bool,
         cut: &mut dyn FnMut() -> bool,
     ) -> bool {
@@ -802,13 +803,7 @@ impl Buckets {
         lows.sort_unstable();
         let starts: Vec<Vec<u64>> = BUCKET_LEVELS
             .iter()
-            .map(|&nb| {
-                let nb = nb.min(bs.len() / 16).max(1);
-                let mut st: Vec<u64> = (0..nb).map(|k| lows[k * lows.len() / nb]).collect();
-                st[0] = 0;
-                st.dedup();
-                st
-            })
+            .map(|&nb| block_starts(&lows, nb.min(bs.len() / 16)))
             .collect();
         let home = bs
             .iter()
@@ -826,7 +821,20 @@ impl Buckets {
     }
 }
 
-fn block(starts: &[u64], t: u64) -> u32 {
+/// The start times of (at most) `nb` blocks of time that each hold about
+/// equally many of the sorted start times `lows`; the first starts at 0.
+pub(crate) fn block_starts(lows: &[u64], nb: usize) -> Vec<u64> {
+    let nb = nb.max(1);
+    let mut st: Vec<u64> = (0..nb)
+        .map(|k| lows.get(k * lows.len() / nb).copied().unwrap_or(0))
+        .collect();
+    st[0] = 0;
+    st.dedup();
+    st
+}
+
+/// The block of `starts` (from [`block_starts`]) that holds time `t`.
+pub(crate) fn block(starts: &[u64], t: u64) -> u32 {
     (starts.partition_point(|&x| x <= t) - 1) as u32
 }
 
@@ -1013,8 +1021,8 @@ impl Merge {
 /// from, with its placement when it continues an earlier run (then the
 /// first pass is squeaked from it instead of repeating it). Stops at `lb`
 /// or when `stop` says so (called after every pass with the number of
-/// buffers placed and `best`, which it may improve), returning the last order and placement to continue
-/// from; a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is
+/// buffers placed and `best`, which it may improve), returning the last
+/// order and placement to continue from; a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is
 /// dropped, and then nothing is returned.
 #[allow(clippy::too_many_arguments)]
 pub fn squeak(
@@ -1023,7 +1031,7 @@ pub fn squeak(
     run: (Vec<usize>, Option<Vec<u64>>),
     best_fit: bool,
     lb: u64,
-    best: &mut (u64, Vec<u64>),
+    best: &mut Best,
     mut stop: impl FnMut(u64, &mut Best) -> bool,
     cut: &mut dyn FnMut() -> bool,
 ) -> Option<(Vec<usize>, Vec<u64>)> {

@@ -296,6 +296,25 @@ pub const LARGE: usize = 5_000;
 /// touches is committed).
 pub(crate) const SEARCH_STACK: usize = 256 << 20;
 
+/// What `solve` does after each squeaky-wheel pass (of `w` buffers): an
+/// ejection-chain slice on `best`, towards `floor` (a proven bound) until
+/// `goal`; then whether the round stops: the node budget or the time is
+/// spent (a slice is charged one node per `ENTRIES_PER_NODE` entries it
+/// read), or `best` is at the goal.
+fn after_pass(
+    p: &Problem,
+    ejector: &mut eject::Slices,
+    deadline: &Deadline,
+    w: u64,
+    best: &mut greedy::Best,
+    (floor, goal): (u64, u64),
+) -> bool {
+    let e = ejector.slice(p, best, (floor, goal), &mut || {
+        Instant::now() >= deadline.at
+    });
+    deadline.passed(w + e / eject::ENTRIES_PER_NODE) || best.0 <= goal
+}
+
 /// Plan `p`. See the crate documentation for the semantics of the options.
 pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let start = Instant::now();
@@ -332,9 +351,8 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
         let mut best = (peak, offsets);
         squeaker = greedy::Squeaker::new(p, &mut || time_up());
         if let Some(s) = &mut squeaker {
-            let mut stop = |w, best: &mut (u64, Vec<u64>)| {
-                let e = ejector.slice(p, best, (lb, goal), &mut || time_up());
-                deadline.passed(w + e / eject::ENTRIES_PER_NODE) || best.0 <= goal
+            let mut stop = |w, best: &mut greedy::Best| {
+                after_pass(p, &mut ejector, &deadline, w, best, (lb, goal))
             };
             s.round(p, lb, &mut best, &mut stop, &mut || time_up());
         }
@@ -385,9 +403,15 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     if let Some(s) = &mut squeaker {
         let mut best = (peak, offsets);
         while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
-            let mut stop = |w, best: &mut (u64, Vec<u64>)| {
-                let e = ejector.slice(p, best, (proven, goal.max(proven)), &mut || time_up());
-                deadline.passed(w + e / eject::ENTRIES_PER_NODE) || (!minimize && fits(best.0))
+            let mut stop = |w, best: &mut greedy::Best| {
+                after_pass(
+                    p,
+                    &mut ejector,
+                    &deadline,
+                    w,
+                    best,
+                    (proven, goal.max(proven)),
+                )
             };
             if !s.round(p, proven, &mut best, &mut stop, &mut || time_up()) {
                 break;
