@@ -710,17 +710,16 @@ impl Squeaker {
 
     /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
     /// improving `best` (peak, offsets). `stop` is called after every pass
-    /// with the buffers placed and `best`, which it may improve itself
-    /// (`solve` runs ejection-chain slices there); `cut` is checked within
-    /// passes (every [`CUT_EVERY`] buffers) and drops the pass it stops.
-    /// `false` once
-    /// `best` reaches `lb` or `stop` or `cut` said stop.
+    /// as in [`squeak`] (`solve` runs ejection-chain slices there); `cut`
+    /// is checked within passes (every [`CUT_EVERY`] buffers) and drops
+    /// the pass it stops. `false` once `best` reaches `lb` or `stop` or
+    /// `cut` said stop.
     pub fn round(
         &mut self,
         p: &Problem,
         lb: u64,
         best: &mut Best,
-        stop: &mut dyn FnMut(u64, &mut Best) -> bool,
+        stop: &mut dyn FnMut(u64, &mut Best, &mut Best) -> bool,
         cut: &mut dyn FnMut() -> bool,
     ) -> bool {
         let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
@@ -748,12 +747,12 @@ impl Squeaker {
                 bf,
                 lb,
                 best,
-                |w, best| {
+                |w, this, best| {
                     if dbg {
                         eprintln!("squeak {o:?} {bf} pass {passes} at {:?}", t0.elapsed());
                     }
                     passes += 1;
-                    halted = stop(w, best);
+                    halted = stop(w, this, best);
                     halted || passes >= SQUEAK_PASSES
                 },
                 cut,
@@ -1021,9 +1020,10 @@ impl Merge {
 /// from, with its placement when it continues an earlier run (then the
 /// first pass is squeaked from it instead of repeating it). Stops at `lb`
 /// or when `stop` says so (called after every pass with the number of
-/// buffers placed and `best`, which it may improve), returning the last
-/// order and placement to continue from; a pass that `cut` stops (checked every [`CUT_EVERY`] buffers) is
-/// dropped, and then nothing is returned.
+/// buffers placed, the pass's own placement and `best`, either of which it
+/// may improve; the lower becomes `best`), returning the last order and
+/// placement to continue from; a pass that `cut` stops (checked every
+/// [`CUT_EVERY`] buffers) is dropped, and then nothing is returned.
 #[allow(clippy::too_many_arguments)]
 pub fn squeak(
     p: &Problem,
@@ -1032,7 +1032,7 @@ pub fn squeak(
     best_fit: bool,
     lb: u64,
     best: &mut Best,
-    mut stop: impl FnMut(u64, &mut Best) -> bool,
+    mut stop: impl FnMut(u64, &mut Best, &mut Best) -> bool,
     cut: &mut dyn FnMut() -> bool,
 ) -> Option<(Vec<usize>, Vec<u64>)> {
     let n = p.buffers.len();
@@ -1057,7 +1057,15 @@ pub fn squeak(
         if pk < best.0 {
             *best = (pk, off.clone());
         }
-        if best.0 <= lb || stop(n as u64, best) {
+        // `stop` may improve the pass's placement as well as `best` (solve
+        // runs an ejection slice on one of them); the run goes on from the
+        // pass's own.
+        let mut this = (pk, off.clone());
+        let halt = best.0 <= lb || stop(n as u64, &mut this, best);
+        if this.0 < best.0 {
+            *best = this;
+        }
+        if best.0 <= lb || halt {
             return Some((ord, off));
         }
         ord = squeaked(p, &ord, &off, lb);

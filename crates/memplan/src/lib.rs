@@ -37,8 +37,10 @@
 //! before the exact search and, when the search leaves time (its groups
 //! are over 5,000 buffers, or it is done) and the peak is still above the
 //! bound, goes on where it stopped until the bound or the limit. After
-//! every pass an ejection-chain slice (`eject.rs`) works on the best
-//! placement: it moves the buffers that end above a target into slots
+//! every pass an ejection-chain slice (`eject.rs`) works on the pass's
+//! own placement, a fresh start (on the best placement instead when the
+//! pass is the best or repeats the previous pass's peak; the lower of the
+//! two is kept): it moves the buffers that end above a target into slots
 //! lower down and evicts what is in the way. Its work is charged to the
 //! node budget too, and adapts to its success (a few percent of a pass
 //! where it fails, about as much as a pass where it lowers the peak).
@@ -296,23 +298,24 @@ pub const LARGE: usize = 5_000;
 /// touches is committed).
 pub(crate) const SEARCH_STACK: usize = 256 << 20;
 
-/// What `solve` does after each squeaky-wheel pass (of `w` buffers): an
-/// ejection-chain slice on `best`, towards `floor` (a proven bound) until
+/// What `solve` does after each squeaky-wheel pass (of `w` buffers, whose
+/// placement is `this`): an ejection-chain slice on `best` or on `this`
+/// (`eject::Slices::after_pass`), towards `floor` (a proven bound) until
 /// `goal`; then whether the round stops: the node budget or the time is
 /// spent (a slice is charged one node per `ENTRIES_PER_NODE` entries it
-/// read), or `best` is at the goal.
+/// read), or either placement is at the goal.
 fn after_pass(
     p: &Problem,
     ejector: &mut eject::Slices,
     deadline: &Deadline,
     w: u64,
-    best: &mut greedy::Best,
+    (this, best): (&mut greedy::Best, &mut greedy::Best),
     (floor, goal): (u64, u64),
 ) -> bool {
-    let e = ejector.slice(p, best, (floor, goal), &mut || {
+    let e = ejector.after_pass(p, this, best, (floor, goal), &mut || {
         Instant::now() >= deadline.at
     });
-    deadline.passed(w + e / eject::ENTRIES_PER_NODE) || best.0 <= goal
+    deadline.passed(w + e / eject::ENTRIES_PER_NODE) || best.0.min(this.0) <= goal
 }
 
 /// Plan `p`. See the crate documentation for the semantics of the options.
@@ -351,8 +354,8 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
         let mut best = (peak, offsets);
         squeaker = greedy::Squeaker::new(p, &mut || time_up());
         if let Some(s) = &mut squeaker {
-            let mut stop = |w, best: &mut greedy::Best| {
-                after_pass(p, &mut ejector, &deadline, w, best, (lb, goal))
+            let mut stop = |w, this: &mut greedy::Best, best: &mut greedy::Best| {
+                after_pass(p, &mut ejector, &deadline, w, (this, best), (lb, goal))
             };
             s.round(p, lb, &mut best, &mut stop, &mut || time_up());
         }
@@ -403,13 +406,13 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     if let Some(s) = &mut squeaker {
         let mut best = (peak, offsets);
         while best.0 > proven && (minimize || !fits(best.0)) && !deadline.passed(0) {
-            let mut stop = |w, best: &mut greedy::Best| {
+            let mut stop = |w, this: &mut greedy::Best, best: &mut greedy::Best| {
                 after_pass(
                     p,
                     &mut ejector,
                     &deadline,
                     w,
-                    best,
+                    (this, best),
                     (proven, goal.max(proven)),
                 )
             };
