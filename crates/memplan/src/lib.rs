@@ -291,8 +291,17 @@ impl Deadline {
 
 /// Above this many buffers `solve` runs the greedy local improvement
 /// (`greedy::Squeaker`) before the exact search, and after it while time
-/// is left.
-pub const LARGE: usize = 5_000;
+/// is left. Between 1,000 and 5,000 buffers (27 own instances of 1,500,
+/// 2,500 and 4,000 buffers, random-, somas- and training-like, 3 seeds
+/// each, `--minimize --time-limit 2`) this path reached the bound wherever
+/// the portfolio and exact search did, mostly sooner (random-like 1,500
+/// seed 2: 0.75 -> 0.02 s; tiny_bert, 1,821 buffers: 0.45 -> 0.01 s), and
+/// ended lower where neither reached it (random-like 4,000 seed 1: 1.0412
+/// -> 1.0229; the 4,458 buffers of random-like 90k seed 27 that live over
+/// 100 steps: 1.0946 -> 1.0573). Slower: somas_resnet50 (1,042 buffers),
+/// at the bound in 0.03 -> 0.09 s. MiniMalloc's A-K (at most 454
+/// buffers) stay below it.
+pub const LARGE: usize = 1_000;
 
 /// Stack of each exact-search thread (virtual: only what the recursion
 /// touches is committed).
@@ -330,7 +339,9 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // passes took up to 1 s of a 2 s limit (random 50k: 1.0 s) and their
     // best never ended a solve lower (memplan-bench --minimize --seeds 3
     // and 26 own random-like instances: the same peaks or lower without
-    // it, the bound reached 0.3-1.0 s sooner).
+    // it, the bound reached 0.3-1.0 s sooner; from 1,000 to 5,000 buffers,
+    // where the portfolio is cheaper, the same peaks on 27 own instances,
+    // the bound mostly reached sooner without it).
     let mut offsets = if p.buffers.len() > LARGE {
         greedy::sweep_place(p)
     } else {
