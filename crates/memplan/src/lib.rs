@@ -11,7 +11,9 @@
 //!
 //! The time limit: every stage watches it (the first greedy pass every
 //! 256 buffers, the portfolio between passes, the large-instance
-//! improvement within passes, the exact search every 1,024 nodes). What
+//! improvement within passes, the exact search every 1,024 nodes, or
+//! 256 in the general search, down to 16 on its groups of over 512
+//! buffers). What
 //! always runs is `O(n log n)` or bounded: validation, the lower bound,
 //! the attempt to build the overlap graph (stopped at 8M pairs), and the
 //! start-time sweep (first fit, about 0.07 s at 100,000 buffers) above
