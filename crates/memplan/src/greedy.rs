@@ -645,9 +645,19 @@ pub fn portfolio_until(p: &Problem, stop: &mut dyn FnMut() -> bool) -> Vec<u64> 
 pub const SQUEAK_GRAPH_PAIRS: usize = 4_000_000;
 
 /// Starting orders of [`Squeaker`]'s runs, and passes each per round.
+/// LoadDesc (long-lived buffers early) comes first: bucketed PeakFirst
+/// passes are slow when long-lived buffers come late (every later query
+/// scans them; random-like-100k: 1.0299 in 2 s from LoadDesc, no pass
+/// ended from PeakFirst), and with the ejection slices it reaches the
+/// bound sooner where the graph is used too (one thread, 2 s: random-like
+/// 20k-30k at the bound in 0.07-0.23 s instead of 0.7-1.8 s, somas-like
+/// 20k seeds 3 and 4 at the bound instead of 1.0028 and 1.0007,
+/// training-like 20k at the bound in 0.16 s instead of up to 2 s; on 47
+/// own random-like instances of 20k-100k the summed excess over the bound
+/// went 1,370 -> 1,411 (1e-4), random 30k seed 36 1.0025 -> 1.0068).
 pub const SQUEAK_STARTS: &[(Order, bool)] = &[
-    (Order::PeakFirst, false),
     (Order::LoadDesc, false),
+    (Order::PeakFirst, false),
     (Order::LoadDesc, true),
     (Order::SizeDesc, true),
 ];
@@ -692,13 +702,7 @@ impl Squeaker {
             None if n <= DENSE_SCAN_LIMIT => Index::Dense,
             None => Index::Buckets(Buckets::new(p)),
         };
-        // Bucketed passes are slow when long-lived buffers come late (every
-        // later query scans them): there, LoadDesc (long-lived early) first
-        // (random-like-100k: 1.0299 in 2 s; from PeakFirst no pass ended).
-        let mut starts = SQUEAK_STARTS.to_vec();
-        if matches!(how, Index::Buckets(_)) {
-            starts.swap(0, 1);
-        }
+        let starts = SQUEAK_STARTS.to_vec();
         let runs = vec![None; starts.len()];
         (!cut()).then(|| Squeaker {
             how,
