@@ -84,7 +84,7 @@ pub(crate) struct Ejector {
 }
 
 impl Ejector {
-    fn new(p: &Problem) -> Ejector {
+    fn new(p: &Problem, seed: u64) -> Ejector {
         let bs = &p.buffers;
         let mut lows: Vec<u64> = bs.iter().map(|b| b.lower).collect();
         lows.sort_unstable();
@@ -133,7 +133,7 @@ impl Ejector {
             lists,
             first,
             penalty: median.max(1) * PENALTY_AREAS,
-            rng: Rng(0x2545_f491_4f6c_dd1d),
+            rng: Rng(0x2545_f491_4f6c_dd1d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             tabu: vec![0; bs.len()],
             out: vec![false; bs.len()],
             touched: Vec::new(),
@@ -314,9 +314,20 @@ pub(crate) struct Slices {
     share: u64,
     /// The peak of the last pass's placement [`Slices::after_pass`] saw.
     last_pass: u64,
+    /// Seeds the ejector's tie-breaking (each worker of a solve its own).
+    seed: u64,
 }
 
 impl Slices {
+    /// Slices whose ties are broken by a generator seeded from `seed`
+    /// (0 is the default's).
+    pub(crate) fn with_seed(seed: u64) -> Slices {
+        Slices {
+            seed,
+            ..Slices::default()
+        }
+    }
+
     /// The slice after a squeaky-wheel pass: on the pass's own placement
     /// (`this`; the caller keeps the lower of the two) as a fresh start,
     /// unless it is the best one or repeats the previous pass's peak (the
@@ -365,7 +376,7 @@ impl Slices {
         if best.0 <= goal || stop() {
             return 0;
         }
-        let ej = self.ej.get_or_insert_with(|| Ejector::new(p));
+        let ej = self.ej.get_or_insert_with(|| Ejector::new(p, self.seed));
         if self.share == 0 {
             self.share = SHARE.0;
         }
@@ -427,7 +438,7 @@ mod tests {
         check(&p, &start).unwrap();
         assert_eq!(check::peak_of(&p, &start), 10);
         assert_eq!(crate::lower_bound(&p), 8);
-        let mut ej = Ejector::new(&p);
+        let mut ej = Ejector::new(&p, 0);
         let mut off = start.clone();
         assert!(ej.attempt(&p, &mut off, 8, u64::MAX, &mut || false));
         check(&p, &off).unwrap();
@@ -443,7 +454,7 @@ mod tests {
         let p = crate::cli::random_instance(3000, 7);
         let off = crate::greedy::portfolio(&p);
         let lb = crate::lower_bound(&p);
-        let mut ej = Ejector::new(&p);
+        let mut ej = Ejector::new(&p, 0);
         // Below the load bound nothing can succeed.
         let mut o = off.clone();
         assert!(!ej.attempt(&p, &mut o, lb - 1, u64::MAX, &mut || false));

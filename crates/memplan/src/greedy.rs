@@ -645,19 +645,9 @@ pub fn portfolio_until(p: &Problem, stop: &mut dyn FnMut() -> bool) -> Vec<u64> 
 pub const SQUEAK_GRAPH_PAIRS: usize = 4_000_000;
 
 /// Starting orders of [`Squeaker`]'s runs, and passes each per round.
-/// LoadDesc (long-lived buffers early) comes first: bucketed PeakFirst
-/// passes are slow when long-lived buffers come late (every later query
-/// scans them; random-like-100k: 1.0299 in 2 s from LoadDesc, no pass
-/// ended from PeakFirst), and with the ejection slices it reaches the
-/// bound sooner where the graph is used too (one thread, 2 s: random-like
-/// 20k-30k at the bound in 0.07-0.23 s instead of 0.7-1.8 s, somas-like
-/// 20k seeds 3 and 4 at the bound instead of 1.0028 and 1.0007,
-/// training-like 20k at the bound in 0.16 s instead of up to 2 s; on 47
-/// own random-like instances of 20k-100k the summed excess over the bound
-/// went 1,370 -> 1,411 (1e-4), random 30k seed 36 1.0025 -> 1.0068).
 pub const SQUEAK_STARTS: &[(Order, bool)] = &[
-    (Order::LoadDesc, false),
     (Order::PeakFirst, false),
+    (Order::LoadDesc, false),
     (Order::LoadDesc, true),
     (Order::SizeDesc, true),
 ];
@@ -667,12 +657,21 @@ pub const SQUEAK_PASSES: usize = 12;
 pub type Best = (u64, Vec<u64>);
 
 /// Local improvement for large instances: squeaky-wheel runs
-/// ([`squeak`]) from the orders of [`SQUEAK_STARTS`], kept between rounds
-/// so that a later round continues each run where the last one left it
-/// (`solve` runs one round before the exact search and more when time is
-/// left after it, instead of returning early with the time unused).
+/// ([`squeak`]) from the orders of [`SQUEAK_STARTS`], by `workers` sets
+/// of runs ([`Runs`]) that share one index of the buffers (`solve` runs
+/// each set on a thread of its own, with its own ejection slices). The
+/// runs are kept between rounds so that a later round continues each
+/// where the last one left it (`solve` runs one round before the exact
+/// search and more when time is left after it, instead of returning early
+/// with the time unused).
 pub struct Squeaker {
-    how: Index,
+    pub how: Index,
+    pub workers: Vec<Runs>,
+}
+
+/// One worker's squeaky-wheel runs: its starts and, per start, where the
+/// run is.
+pub struct Runs {
     starts: Vec<(Order, bool)>,
     /// Per start: its run's last order and placement (`None`: not begun,
     /// or its last pass was cut).
@@ -685,8 +684,9 @@ impl Squeaker {
     /// [`DENSE_SCAN_LIMIT`] buffers the graph when it is within
     /// [`EDGE_LIMIT`] pairs, else a scan of the placed buffers; above, the
     /// graph when it is within [`SQUEAK_GRAPH_PAIRS`], else time buckets
-    /// ([`Buckets`]). `None` if `cut` says stop.
-    pub fn new(p: &Problem, cut: &mut dyn FnMut() -> bool) -> Option<Squeaker> {
+    /// ([`Buckets`]); and give each of `workers` (at least one, at most
+    /// one per start) every start. `None` if `cut` says stop.
+    pub fn new(p: &Problem, workers: usize, cut: &mut dyn FnMut() -> bool) -> Option<Squeaker> {
         let n = p.buffers.len();
         let limit = if n > DENSE_SCAN_LIMIT {
             SQUEAK_GRAPH_PAIRS
@@ -702,25 +702,46 @@ impl Squeaker {
             None if n <= DENSE_SCAN_LIMIT => Index::Dense,
             None => Index::Buckets(Buckets::new(p)),
         };
-        let starts = SQUEAK_STARTS.to_vec();
-        let runs = vec![None; starts.len()];
-        (!cut()).then(|| Squeaker {
-            how,
-            starts,
-            runs,
-            t0: std::time::Instant::now(),
-        })
+        // Bucketed passes are slow when long-lived buffers come late (every
+        // later query scans them): there, LoadDesc (long-lived early) first
+        // (random-like-100k: 1.0299 in 2 s; from PeakFirst no pass ended).
+        let mut starts = SQUEAK_STARTS.to_vec();
+        if matches!(how, Index::Buckets(_)) {
+            starts.swap(0, 1);
+        }
+        // Every worker runs every start: the first in this order, each
+        // other one from a LoadDesc start the first does not begin with,
+        // then from the others.
+        let heads: Vec<usize> = std::iter::once(0)
+            .chain((1..starts.len()).filter(|&i| starts[i].0 == Order::LoadDesc))
+            .chain((1..starts.len()).filter(|&i| starts[i].0 != Order::LoadDesc))
+            .collect();
+        let k = workers.clamp(1, starts.len());
+        let t0 = std::time::Instant::now();
+        let workers = heads[..k]
+            .iter()
+            .map(|&h| {
+                let mut starts = starts.clone();
+                starts.rotate_left(h);
+                let runs = vec![None; starts.len()];
+                Runs { starts, runs, t0 }
+            })
+            .collect();
+        (!cut()).then_some(Squeaker { how, workers })
     }
+}
 
+impl Runs {
     /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
-    /// improving `best` (peak, offsets). `stop` is called after every pass
-    /// as in [`squeak`] (`solve` runs ejection-chain slices there); `cut`
-    /// is checked within passes (every [`CUT_EVERY`] buffers) and drops
-    /// the pass it stops. `false` once `best` reaches `lb` or `stop` or
-    /// `cut` said stop.
+    /// improving `best` (peak, offsets); `how` is the [`Squeaker`]'s index.
+    /// `stop` is called after every pass as in [`squeak`] (`solve` runs
+    /// ejection-chain slices there); `cut` is checked within passes (every
+    /// [`CUT_EVERY`] buffers) and drops the pass it stops. `false` once
+    /// `best` reaches `lb` or `stop` or `cut` said stop.
     pub fn round(
         &mut self,
         p: &Problem,
+        how: &Index,
         lb: u64,
         best: &mut Best,
         stop: &mut dyn FnMut(u64, &mut Best, &mut Best) -> bool,
@@ -746,7 +767,7 @@ impl Squeaker {
             let t0 = self.t0;
             self.runs[k] = squeak(
                 p,
-                &self.how,
+                how,
                 (ord, off),
                 bf,
                 lb,
@@ -1095,6 +1116,40 @@ fn squeaked(p: &Problem, ord: &[usize], off: &[u64], lb: u64) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::{check, Buffer};
+
+    /// Every worker runs every start; the first begins where one worker
+    /// would (PeakFirst with the graph, LoadDesc first fit with time
+    /// buckets), the second at a LoadDesc start the first does not begin
+    /// with; at most one worker per start.
+    #[test]
+    fn workers_run_every_start_from_different_heads() {
+        let graph = crate::cli::random_instance(3000, 1);
+        let buckets = crate::cli::random_instance(50_000, 1);
+        for (p, heads) in [
+            (
+                &graph,
+                [(Order::PeakFirst, false), (Order::LoadDesc, false)],
+            ),
+            (
+                &buckets,
+                [(Order::LoadDesc, false), (Order::LoadDesc, true)],
+            ),
+        ] {
+            let s = Squeaker::new(p, 2, &mut || false).unwrap();
+            assert_eq!(matches!(s.how, Index::Buckets(_)), p.buffers.len() > 3000);
+            assert_eq!(s.workers.len(), 2);
+            for (w, head) in s.workers.iter().zip(heads) {
+                assert_eq!(w.starts[0], head);
+                assert_eq!(w.starts.len(), SQUEAK_STARTS.len());
+                assert!(SQUEAK_STARTS.iter().all(|st| w.starts.contains(st)));
+            }
+        }
+        for (asked, got) in [(0, 1), (1, 1), (9, SQUEAK_STARTS.len())] {
+            let s = Squeaker::new(&graph, asked, &mut || false).unwrap();
+            assert_eq!(s.workers.len(), got, "{asked} workers asked");
+        }
+        assert!(Squeaker::new(&graph, 2, &mut || true).is_none());
+    }
 
     #[test]
     fn gap_finding() {
