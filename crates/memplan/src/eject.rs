@@ -174,7 +174,9 @@ impl Ejector {
     /// Try to bring every buffer's top to `target` or below. On success
     /// `off` holds the new placement; otherwise it is restored. Gives up
     /// after [`ATTEMPT_MOVES`] moves, when the work reaches `work_end`, or
-    /// when `stop` says so (asked every 64 moves).
+    /// when `stop` says so (asked every 8 moves: a move on 100k training-like
+    /// buffers reads thousands of neighbours, and 64 of them overran a 2 s
+    /// limit by 20-40 ms).
     fn attempt(
         &mut self,
         p: &Problem,
@@ -206,7 +208,7 @@ impl Ejector {
             let Some(h) = left.pop() else {
                 break true;
             };
-            if it > ATTEMPT_MOVES || self.work >= work_end || (it.is_multiple_of(64) && stop()) {
+            if it > ATTEMPT_MOVES || self.work >= work_end || (it.is_multiple_of(8) && stop()) {
                 break false;
             }
             let h = h as usize;
@@ -365,7 +367,7 @@ impl Slices {
     /// bound `lb` until it is at `goal` (the bound, or a capacity to fit
     /// under). Returns the work done, in entries read
     /// ([`ENTRIES_PER_NODE`] to a node). `stop` is asked between attempts
-    /// and every 64 moves.
+    /// and every 8 moves.
     pub(crate) fn slice(
         &mut self,
         p: &Problem,
