@@ -189,7 +189,7 @@ pub fn write(p: &Problem, offsets: Option<&[u64]>) -> String {
     write_timed(p, offsets, 0)
 }
 
-/// [`write`] with every time shifted by `origin` (from [`read_timed`]), so
+/// [`write()`] with every time shifted by `origin` (from [`read_timed`]), so
 /// the file's own times come back.
 pub fn write_timed(p: &Problem, offsets: Option<&[u64]>, origin: i64) -> String {
     let t = |v: u64| v as i128 + origin as i128;

@@ -361,9 +361,9 @@ fn place_dense_cut(
 
 /// Start-time sweep with first fit among live buffers; needs no graph.
 /// Without fixed buffers the free gaps between the live buffers are kept
-/// by size class ([`Gaps`]), so a placement costs `O(log n)` plus a scan
+/// by size class (`Gaps`), so a placement costs `O(log n)` plus a scan
 /// of one size class instead of a scan of the live set
-/// ([`sweep_place_scan`], which this places exactly like).
+/// (`sweep_place_scan`, which this places exactly like).
 pub fn sweep_place(p: &Problem) -> Vec<u64> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;

@@ -64,7 +64,7 @@
 //! configurations and the large-instance improvement runs several
 //! workers, so the placement may differ between runs (which thread wins,
 //! and how far each got, is timing-dependent); every result still passes
-//! [`check`], fits the
+//! [`check()`], fits the
 //! capacity when it is reported to, and is marked optimal only when proven.
 
 pub mod bound;
@@ -136,7 +136,7 @@ pub struct Options {
     /// With more, the threads run complementary search configurations (or
     /// improvement runs) and the first to reach the goal stops the others,
     /// so the placement
-    /// returned may differ from run to run; it always passes [`check`] and
+    /// returned may differ from run to run; it always passes [`check()`] and
     /// carries the same guarantees (fits the capacity if reported to,
     /// `optimal` only when proven). Default: the available parallelism,
     /// at most 2.
