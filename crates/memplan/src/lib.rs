@@ -356,30 +356,53 @@ struct Worker {
     runs: greedy::Runs,
     slices: eject::Slices,
     best: greedy::Best,
+    /// Whether one of its passes has ended (see [`squeak_workers`]).
+    passed: std::cell::Cell<bool>,
+}
+
+impl Worker {
+    /// A worker on `runs` from `best`, its slices' ties broken by `seed`.
+    fn new(runs: greedy::Runs, seed: u64, best: greedy::Best) -> Worker {
+        Worker {
+            runs,
+            slices: eject::Slices::with_seed(seed),
+            best,
+            passed: Default::default(),
+        }
+    }
 }
 
 /// Squeaky-wheel rounds with ejection slices (see [`after_pass`]), each
 /// worker on a thread of its own when there are several (one round each
-/// when `once`, else rounds until the goal, the time or the node budget):
-/// a worker that reaches `goal` stops the others. Returns the lowest of
-/// the workers' best placements (the first worker's on a tie).
+/// when `once`, else rounds until the goal, the end of the `rounds` time
+/// or the node budget): a worker that reaches `goal` stops the others.
+/// No pass starts after `rounds` ends, and the end cuts one under way,
+/// except a worker's first, which may run on to `deadline` (the first
+/// pass on 100k somas-like buffers takes about 1.1 s and often reaches
+/// the bound, more on a loaded machine). Returns the lowest of the
+/// workers' best placements (the first worker's on a tie).
 fn squeak_workers(
     p: &Problem,
     how: &greedy::Index,
     workers: &mut [Worker],
-    deadline: &Deadline,
+    (rounds, deadline): (&Deadline, &Deadline),
     (floor, goal): (u64, u64),
     once: bool,
 ) -> greedy::Best {
     let reached = AtomicBool::new(false);
     let work = |w: &mut Worker| {
-        let cut = || reached.load(Ordering::Relaxed) || Instant::now() >= deadline.at;
+        let passed = &w.passed;
+        let cut = || {
+            let end = if passed.get() { rounds } else { deadline };
+            reached.load(Ordering::Relaxed) || Instant::now() >= end.at
+        };
         loop {
             let mut stop = |n, this: &mut greedy::Best, best: &mut greedy::Best| {
+                passed.set(true);
                 after_pass(
                     p,
                     &mut w.slices,
-                    deadline,
+                    rounds,
                     n,
                     (this, best),
                     (floor, goal),
@@ -392,7 +415,7 @@ fn squeak_workers(
             if w.best.0 <= goal {
                 reached.store(true, Ordering::Relaxed);
             }
-            if once || !more || w.best.0 <= goal || deadline.passed(0) {
+            if once || !more || w.best.0 <= goal || rounds.passed(0) {
                 break;
             }
         }
@@ -450,8 +473,8 @@ fn polish(
 pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let start = Instant::now();
     let deadline = Deadline::new(start + opts.time_limit, opts.node_limit);
-    // Large instances: the squeaky-wheel rounds end here, the slices on
-    // the best placement take the rest.
+    // Large instances: no squeaky-wheel pass starts after this; the slices
+    // on the best placement take what is left.
     let rounds = deadline.until(start + (opts.time_limit - opts.time_limit / POLISH_SHARE));
     validate(p)?;
     let lb = lower_bound(p);
@@ -488,16 +511,13 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                 .workers
                 .into_iter()
                 .enumerate()
-                .map(|(k, runs)| Worker {
-                    runs,
-                    slices: eject::Slices::with_seed(k as u64),
-                    best: (peak, offsets.clone()),
-                })
+                .map(|(k, runs)| Worker::new(runs, k as u64, (peak, offsets.clone())))
                 .collect();
             (s.how, workers)
         });
         if let Some((how, workers)) = &mut squeaker {
-            (peak, offsets) = squeak_workers(p, how, workers, &rounds, (lb, goal), true);
+            (peak, offsets) =
+                squeak_workers(p, how, workers, (&rounds, &deadline), (lb, goal), true);
         }
     }
     let mut proven = lb;
@@ -551,7 +571,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                     w.best = (peak, offsets.clone());
                 }
             }
-            let best = squeak_workers(p, how, workers, &rounds, bounds, false);
+            let best = squeak_workers(p, how, workers, (&rounds, &deadline), bounds, false);
             if best.0 < peak {
                 (peak, offsets) = best;
             }
@@ -631,16 +651,58 @@ mod tests {
                 .workers
                 .into_iter()
                 .zip(bests)
-                .map(|(runs, best)| Worker {
-                    runs,
-                    slices: eject::Slices::default(),
-                    best,
-                })
+                .map(|(runs, best)| Worker::new(runs, 0, best))
                 .collect();
             let passed = Deadline::new(Instant::now(), None);
-            let best = squeak_workers(&p, &s.how, &mut workers, &passed, (lb, lb), true);
+            let both = (&passed, &passed);
+            let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true);
             assert_eq!(best, (lower.peak, lower.offsets.clone()));
         }
+    }
+
+    /// A random-like instance above [`LARGE`], its bound and its start-time
+    /// sweep placement.
+    fn large_start() -> (Problem, u64, greedy::Best) {
+        let p = cli::random_instance(LARGE + 1000, 3);
+        let start = greedy::sweep_place(&p);
+        let (lb, peak) = (lower_bound(&p), check::peak_of(&p, &start));
+        (p, lb, (peak, start))
+    }
+
+    /// The end of the rounds does not cut a worker's first pass (on a
+    /// loaded machine the first pass on 100k buffers can end after it),
+    /// and no pass starts after it.
+    #[test]
+    fn the_end_of_the_rounds_lets_a_first_pass_finish() {
+        let (p, lb, start) = large_start();
+        let s = greedy::Squeaker::new(&p, 1, &mut || false).unwrap();
+        let mut workers: Vec<Worker> = s
+            .workers
+            .into_iter()
+            .map(|runs| Worker::new(runs, 0, start.clone()))
+            .collect();
+        let later = Instant::now() + Duration::from_secs(600);
+        let deadline = Deadline::new(later, Some(u64::MAX / 2));
+        let rounds = deadline.until(Instant::now());
+        let best = squeak_workers(
+            &p,
+            &s.how,
+            &mut workers,
+            (&rounds, &deadline),
+            (lb, lb),
+            false,
+        );
+        assert!(workers[0].passed.get(), "the first pass ended");
+        assert!(best.0 < start.0, "{} -> {}", start.0, best.0);
+        assert_eq!(check(&p, &best.1).unwrap(), best.0);
+        // Exactly one pass (charged one node per buffer), no slice work.
+        let spent = deadline
+            .budget
+            .as_ref()
+            .unwrap()
+            .spent
+            .load(Ordering::Relaxed);
+        assert_eq!(spent, p.buffers.len() as u64);
     }
 
     /// The slices kept for the end of a large solve lower the best
@@ -648,10 +710,7 @@ mod tests {
     /// deadline has passed.
     #[test]
     fn polish_lowers_the_best_placement_within_its_budget() {
-        let p = cli::random_instance(LARGE + 1000, 3);
-        let lb = lower_bound(&p);
-        let start = greedy::sweep_place(&p);
-        let start = (check::peak_of(&p, &start), start);
+        let (p, lb, start) = large_start();
         let run = |deadline: Deadline| {
             let mut best = start.clone();
             polish(
