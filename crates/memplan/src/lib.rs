@@ -429,13 +429,9 @@ fn squeak_workers(
             }
         });
     }
-    let mut best = workers[0].best.clone();
-    for w in &workers[1..] {
-        if w.best.0 < best.0 {
-            best = w.best.clone();
-        }
-    }
-    best
+    // `min_by_key` keeps the first of equal minima.
+    let lowest = workers.iter().map(|w| &w.best).min_by_key(|b| b.0);
+    lowest.expect("at least one worker").clone()
 }
 
 /// The share of the time limit that a large solve keeps, after its
@@ -565,7 +561,9 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // time kept for them.
     if let Some((how, workers)) = &mut squeaker {
         let bounds = (proven, goal.max(proven));
-        if peak > proven && (minimize || !fits(peak)) && !rounds.passed(0) {
+        // Above what the solve can still prove or must reach.
+        let unmet = |peak: u64| peak > proven && (minimize || !fits(peak));
+        if unmet(peak) && !rounds.passed(0) {
             for w in workers.iter_mut() {
                 if peak < w.best.0 {
                     w.best = (peak, offsets.clone());
@@ -576,7 +574,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                 (peak, offsets) = best;
             }
         }
-        if peak > proven && (minimize || !fits(peak)) {
+        if unmet(peak) {
             let mut best = (peak, offsets);
             polish(p, &mut workers[0].slices, &mut best, &deadline, bounds);
             (peak, offsets) = best;
@@ -626,9 +624,7 @@ mod tests {
     /// (here a deadline already passed stops each worker's round at once).
     #[test]
     fn the_lowest_of_the_workers_placements_is_kept() {
-        let p = cli::random_instance(LARGE + 1000, 3);
-        let lb = lower_bound(&p);
-        let start = greedy::sweep_place(&p);
+        let (p, lb, start) = large_start();
         let lower = solve(
             &p,
             &Options {
@@ -639,7 +635,6 @@ mod tests {
             },
         )
         .unwrap();
-        let start = (check::peak_of(&p, &start), start);
         assert!(lower.peak < start.0, "the solve lowered the sweep's peak");
         for first_is_lower in [false, true] {
             let s = greedy::Squeaker::new(&p, 2, &mut || false).unwrap();
