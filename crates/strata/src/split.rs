@@ -7,7 +7,7 @@
 //! the gradient). Where that does not fit L1, the node is rewritten into
 //! stages (`ops::norm::BnSplit`): per-channel sums, which tile along the
 //! batch and the rows and accumulate across tiles, a per-channel step on
-//! [C] vectors, and element-wise stages that tile like any element-wise op.
+//! `[C]` vectors, and element-wise stages that tile like any element-wise op.
 //!
 //! Forward, `BatchNormInternal(X, scale, B, rm, rv) → (Y, rm', rv', mean, inv_std)`:
 //! `BatchNormSum(X) → S`, `BatchNormSqDev(X, S) → Q`,

@@ -163,7 +163,7 @@ fn tiled(
 }
 
 /// Run a graph once through the interpreter, and tiled into `l1` bytes of
-/// L1 (`buffering`) through the simulator and the compiled C ([`tiled`]).
+/// L1 (`buffering`) through the simulator and the compiled C (`tiled`).
 pub fn run_tiled(
     graph: Graph,
     inputs: Vec<Tensor>,

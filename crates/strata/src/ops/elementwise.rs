@@ -209,7 +209,7 @@ impl Op for Binary {
 }
 
 /// The unary float ops, each as `st_unary` computes it (op code:
-/// [`UnKind::code`]).
+/// `UnKind::code`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum UnKind {
     Sqrt,

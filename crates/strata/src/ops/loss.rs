@@ -45,7 +45,7 @@ impl Reduction {
     }
 }
 
-/// SoftmaxCrossEntropyLoss over scores [B, C] and int64 labels [B].
+/// SoftmaxCrossEntropyLoss over scores `[B, C]` and int64 labels `[B]`.
 #[derive(Debug)]
 pub struct Sce {
     pub reduction: Reduction,

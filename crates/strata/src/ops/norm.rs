@@ -349,7 +349,7 @@ impl BnStage {
             BnStage::GradApply => "BatchNormGradApply",
         }
     }
-    /// Whether the stage sums over N and the spatial axes (its outputs are [C]).
+    /// Whether the stage sums over N and the spatial axes (its outputs are `[C]`).
     pub fn reduces(self) -> bool {
         matches!(self, BnStage::Sum | BnStage::SqDev | BnStage::GradSum)
     }
