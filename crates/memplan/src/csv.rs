@@ -35,6 +35,8 @@ pub fn read(text: &str) -> Result<Problem, CsvError> {
 /// minus `origin`, which is the earliest `lower` when that is negative and
 /// 0 otherwise (so a file without negative times reads unchanged).
 pub fn read_timed(text: &str) -> Result<(Problem, i64), CsvError> {
+    // A byte-order mark (spreadsheets write one) is not part of the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text
         .lines()
         .enumerate()
@@ -292,6 +294,14 @@ mod tests {
         let e = read(text).unwrap_err();
         assert_eq!(e.line, line, "{e}");
         assert!(e.message.contains(needle), "{e} lacks {needle}");
+    }
+
+    /// A file saved with a UTF-8 byte-order mark reads as without one.
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let plain = "id,lower,upper,size\na,0,4,10\n";
+        assert_eq!(read(&format!("\u{feff}{plain}")), read(plain));
+        assert_eq!(read(plain).unwrap().buffers.len(), 1);
     }
 
     #[test]
