@@ -192,6 +192,10 @@ pub enum Error {
     InvalidBuffer { id: String, reason: String },
     #[error("fixed buffers {a} and {b} overlap in time and space")]
     FixedOverlap { a: String, b: String },
+    /// The buffers live at one time need more bytes than a `u64` offset
+    /// can address.
+    #[error("does not fit in 64-bit offsets: the buffers live at one time need {needed} bytes, more than 2^64 - 1")]
+    TooLarge { needed: u128 },
 }
 
 fn does_not_fit(capacity: u64, best_peak: u64, lower_bound: u64) -> String {
@@ -474,6 +478,12 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let rounds = deadline.until(start + (opts.time_limit - opts.time_limit / POLISH_SHARE));
     validate(p)?;
     let lb = lower_bound(p);
+    if lb == u64::MAX {
+        let needed = bound::max_live(p);
+        if needed > u64::MAX as u128 {
+            return Err(Error::TooLarge { needed });
+        }
+    }
     let time_up = || Instant::now() >= deadline.at;
     // Above `LARGE` the squeaky-wheel passes and ejection chains do the
     // work, and start from the start-time sweep: the greedy portfolio's
@@ -599,6 +609,32 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Buffers that together need more than 2^64 - 1 bytes at one time get
+    /// an error naming the bytes, not a placement whose offsets overflow;
+    /// the same sizes at different times still fit.
+    #[test]
+    fn more_than_u64_bytes_live_at_once_is_an_error() {
+        let big = 1u64 << 62;
+        let mut p = Problem {
+            buffers: (0..4)
+                .map(|i| Buffer::new(i.to_string(), 0, 10, big))
+                .collect(),
+            capacity: None,
+        };
+        let e = solve(&p, &Options::default()).unwrap_err();
+        assert_eq!(
+            e,
+            Error::TooLarge {
+                needed: 1u128 << 64
+            }
+        );
+        assert!(e.to_string().contains("18446744073709551616 bytes"), "{e}");
+        for (i, b) in p.buffers.iter_mut().enumerate() {
+            (b.lower, b.upper) = (i as u64 * 10, i as u64 * 10 + 10);
+        }
+        assert_eq!(solve(&p, &Options::default()).unwrap().peak, big);
+    }
 
     /// A fit on a large instance whose greedy start is already within the
     /// capacity returns that start: no improvement runs once the capacity

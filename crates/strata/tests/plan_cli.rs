@@ -93,6 +93,11 @@ fn capacity_too_small_and_malformed_csv_are_errors() {
         ),
         ("col.csv", "id,lower,size\n0,0,4\n", "upper"),
         ("nan.csv", "id,lower,upper,size\n0,zero,3,4\n", "line 2"),
+        (
+            "huge.csv",
+            "id,lower,upper,size\na,0,10,18446744073709551615\nb,5,10,2\n",
+            "does not fit in 64-bit offsets: the buffers live at one time need 18446744073709551617 bytes",
+        ),
     ] {
         let p = scratch(name, text);
         let (code, _, err) = strata(&["plan", p.to_str().unwrap()]);
