@@ -28,48 +28,32 @@ use crate::{align_up, Problem};
 /// alignment-aware section bound; see the module documentation.
 pub fn lower_bound(p: &Problem) -> u64 {
     let bs = &p.buffers;
-    let ev = events(p);
-    let mut lb = max_live_of(p, &ev).min(u64::MAX as u128) as u64;
+    let mut ev: Vec<(u64, bool, usize)> = Vec::with_capacity(bs.len() * 2);
+    for (i, b) in bs.iter().enumerate() {
+        if b.size > 0 && b.upper > b.lower {
+            ev.push((b.lower, true, i));
+            ev.push((b.upper, false, i));
+        }
+    }
+    // Ends (false) sort before starts (true) at equal times: half-open intervals.
+    ev.sort_unstable();
+    let mut live: u128 = 0;
+    let mut best: u128 = 0;
+    for &(_, start, i) in &ev {
+        if start {
+            live += bs[i].size as u128;
+            best = best.max(live);
+        } else {
+            live -= bs[i].size as u128;
+        }
+    }
+    let mut lb = best.min(u64::MAX as u128) as u64;
     for b in bs {
         if let Some(o) = b.offset {
             lb = lb.max(o.saturating_add(b.size));
         }
     }
     lb.max(section_align_bound(p, &ev))
-}
-
-/// Start and end events of the buffers that take space, sorted by time;
-/// ends (`false`) sort before starts (`true`) at equal times: half-open
-/// intervals.
-fn events(p: &Problem) -> Vec<(u64, bool, usize)> {
-    let mut ev: Vec<(u64, bool, usize)> = Vec::with_capacity(p.buffers.len() * 2);
-    for (i, b) in p.buffers.iter().enumerate() {
-        if b.size > 0 && b.upper > b.lower {
-            ev.push((b.lower, true, i));
-            ev.push((b.upper, false, i));
-        }
-    }
-    ev.sort_unstable();
-    ev
-}
-
-/// Largest total size live at one time, exactly (it may exceed `u64`).
-pub(crate) fn max_live(p: &Problem) -> u128 {
-    max_live_of(p, &events(p))
-}
-
-fn max_live_of(p: &Problem, ev: &[(u64, bool, usize)]) -> u128 {
-    let mut live: u128 = 0;
-    let mut best: u128 = 0;
-    for &(_, start, i) in ev {
-        if start {
-            live += p.buffers[i].size as u128;
-            best = best.max(live);
-        } else {
-            live -= p.buffers[i].size as u128;
-        }
-    }
-    best
 }
 
 /// Bound (3) of the module documentation, maximised over event times.

@@ -192,10 +192,10 @@ pub enum Error {
     InvalidBuffer { id: String, reason: String },
     #[error("fixed buffers {a} and {b} overlap in time and space")]
     FixedOverlap { a: String, b: String },
-    /// The buffers live at one time need more bytes than a `u64` offset
-    /// can address.
-    #[error("does not fit in 64-bit offsets: the buffers live at one time need {needed} bytes, more than 2^64 - 1")]
-    TooLarge { needed: u128 },
+    /// The highest fixed end plus the other buffers' sizes and alignment
+    /// padding (`total`) exceed [`MAX_TOTAL`].
+    #[error("too large: the highest fixed end plus every other buffer's size and alignment - 1 add up to {total} bytes, above the planner's limit of 2^62 (which keeps every offset and sum it computes within 64 bits)")]
+    TooLarge { total: u128 },
 }
 
 fn does_not_fit(capacity: u64, best_peak: u64, lower_bound: u64) -> String {
@@ -220,6 +220,13 @@ pub(crate) fn align_up(v: u64, a: u64) -> u64 {
     }
 }
 
+/// The largest instance `solve` takes: the highest end of a fixed buffer
+/// plus, over the other buffers, `size + alignment - 1`, which bounds every
+/// offset a placement can need (each buffer above all the others, padded
+/// to its alignment). At most 2^62 bytes, so that the solver's sums of a
+/// few offsets, sizes and alignments stay within `u64`.
+pub const MAX_TOTAL: u64 = 1 << 62;
+
 fn validate(p: &Problem) -> Result<(), Error> {
     for b in &p.buffers {
         let bad = |reason: &str| {
@@ -242,6 +249,21 @@ fn validate(p: &Problem) -> Result<(), Error> {
                 return bad("fixed offset + size overflows u64");
             }
         }
+    }
+    let fixed_end = p
+        .buffers
+        .iter()
+        .filter_map(|b| b.offset.map(|o| o + b.size))
+        .max();
+    let total = p
+        .buffers
+        .iter()
+        .filter(|b| b.offset.is_none())
+        .map(|b| b.size as u128 + (b.alignment - 1) as u128)
+        .sum::<u128>()
+        + fixed_end.unwrap_or(0) as u128;
+    if total > MAX_TOTAL as u128 {
+        return Err(Error::TooLarge { total });
     }
     // Fixed buffers must not collide with one another.
     let fixed: Vec<usize> = (0..p.buffers.len())
@@ -478,12 +500,6 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let rounds = deadline.until(start + (opts.time_limit - opts.time_limit / POLISH_SHARE));
     validate(p)?;
     let lb = lower_bound(p);
-    if lb == u64::MAX {
-        let needed = bound::max_live(p);
-        if needed > u64::MAX as u128 {
-            return Err(Error::TooLarge { needed });
-        }
-    }
     let time_up = || Instant::now() >= deadline.at;
     // Above `LARGE` the squeaky-wheel passes and ejection chains do the
     // work, and start from the start-time sweep: the greedy portfolio's
@@ -610,30 +626,45 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
 mod tests {
     use super::*;
 
-    /// Buffers that together need more than 2^64 - 1 bytes at one time get
-    /// an error naming the bytes, not a placement whose offsets overflow;
-    /// the same sizes at different times still fit.
+    /// An instance above `MAX_TOTAL` is an error naming its total (the
+    /// solve used to return offsets that overflowed); one at the limit is
+    /// planned, with a fixed buffer ending there, or with alignments.
     #[test]
-    fn more_than_u64_bytes_live_at_once_is_an_error() {
-        let big = 1u64 << 62;
+    fn instances_above_the_limit_are_an_error() {
+        let quarter = MAX_TOTAL / 4;
         let mut p = Problem {
             buffers: (0..4)
-                .map(|i| Buffer::new(i.to_string(), 0, 10, big))
+                .map(|i| Buffer::new(i.to_string(), 0, 10, quarter))
                 .collect(),
             capacity: None,
         };
+        assert_eq!(solve(&p, &Options::default()).unwrap().peak, MAX_TOTAL);
+        p.buffers[0].size += 1;
         let e = solve(&p, &Options::default()).unwrap_err();
         assert_eq!(
             e,
             Error::TooLarge {
-                needed: 1u128 << 64
+                total: MAX_TOTAL as u128 + 1
             }
         );
-        assert!(e.to_string().contains("18446744073709551616 bytes"), "{e}");
-        for (i, b) in p.buffers.iter_mut().enumerate() {
-            (b.lower, b.upper) = (i as u64 * 10, i as u64 * 10 + 10);
-        }
-        assert_eq!(solve(&p, &Options::default()).unwrap().peak, big);
+        assert!(e.to_string().contains("4611686018427387905 bytes"), "{e}");
+        p.buffers[0].size -= 1;
+        p.buffers[1].alignment = 2;
+        assert!(matches!(
+            solve(&p, &Options::default()),
+            Err(Error::TooLarge { .. })
+        ));
+        p.buffers[1].alignment = 1;
+        p.buffers[0].offset = Some(quarter);
+        p.buffers[1].size -= quarter / 2;
+        p.buffers.pop();
+        let sol = solve(&p, &Options::default()).unwrap();
+        assert_eq!(check(&p, &sol.offsets).unwrap(), sol.peak);
+        p.buffers[1].alignment = 1 << 61;
+        assert!(matches!(
+            solve(&p, &Options::default()),
+            Err(Error::TooLarge { .. })
+        ));
     }
 
     /// A fit on a large instance whose greedy start is already within the

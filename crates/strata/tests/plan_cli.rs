@@ -96,7 +96,7 @@ fn capacity_too_small_and_malformed_csv_are_errors() {
         (
             "huge.csv",
             "id,lower,upper,size\na,0,10,18446744073709551615\nb,5,10,2\n",
-            "does not fit in 64-bit offsets: the buffers live at one time need 18446744073709551617 bytes",
+            "too large: the highest fixed end plus every other buffer's size and alignment - 1 add up to 18446744073709551617 bytes",
         ),
     ] {
         let p = scratch(name, text);
