@@ -194,3 +194,67 @@ proptest! {
         prop_assert!(s.peak <= gp && s.lower_bound <= s.peak);
     }
 }
+
+/// Instances near the planner's size limit: sizes, alignments and fixed
+/// offsets up to `MAX_TOTAL`, times up to `u64::MAX`.
+fn near_the_limit() -> impl Strategy<Value = Problem> {
+    let size = prop_oneof![
+        0u64..4,
+        (50u32..=59).prop_map(|k| 1u64 << k),
+        0u64..=memplan::MAX_TOTAL / 8
+    ];
+    let align = prop_oneof![Just(1u64), Just(8), (40u32..=61).prop_map(|k| 1u64 << k)];
+    let time = prop_oneof![0u64..4, Just(u64::MAX - 3), Just(1u64 << 63)];
+    let buf = (
+        time,
+        1u64..4,
+        size,
+        align,
+        prop::option::weighted(0.2, 0u64..=memplan::MAX_TOTAL),
+    );
+    prop::collection::vec(buf, 1..=8).prop_map(|v| Problem {
+        buffers: v
+            .into_iter()
+            .enumerate()
+            .map(|(i, (l, d, s, a, o))| Buffer {
+                alignment: a,
+                offset: o.map(|o| o / a * a),
+                ..Buffer::new(
+                    format!("b{i}"),
+                    l.min(u64::MAX - d),
+                    l.min(u64::MAX - d) + d,
+                    s,
+                )
+            })
+            .collect(),
+        capacity: None,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Near the size limit the solve never overflows (the tests build with
+    /// overflow checks): it returns a checked placement, or refuses the
+    /// instance as too large exactly when its total is above the limit, or
+    /// reports fixed buffers that collide.
+    #[test]
+    fn instances_near_the_limit_plan_or_are_refused(p in near_the_limit()) {
+        let fixed_end = p.buffers.iter().filter_map(|b| b.offset.map(|o| o as u128 + b.size as u128)).max();
+        let total: u128 = p.buffers.iter().filter(|b| b.offset.is_none()).map(|b| b.size as u128 + b.alignment as u128 - 1).sum::<u128>() + fixed_end.unwrap_or(0);
+        let o = Options { time_limit: Duration::from_millis(50), minimize: true, threads: 1, node_limit: Some(20_000) };
+        match solve(&p, &o) {
+            Ok(s) => {
+                prop_assert!(total <= memplan::MAX_TOTAL as u128);
+                prop_assert_eq!(check(&p, &s.offsets).unwrap(), s.peak);
+                prop_assert!(s.lower_bound <= s.peak);
+            }
+            Err(memplan::Error::TooLarge { total: t }) => {
+                prop_assert_eq!(t, total);
+                prop_assert!(t > memplan::MAX_TOTAL as u128);
+            }
+            Err(memplan::Error::FixedOverlap { .. }) => prop_assert!(p.buffers.iter().filter(|b| b.offset.is_some()).count() >= 2),
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+}
