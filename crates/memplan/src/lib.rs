@@ -627,8 +627,9 @@ mod tests {
     use super::*;
 
     /// An instance above `MAX_TOTAL` is an error naming its total (the
-    /// solve used to return offsets that overflowed); one at the limit is
-    /// planned, with a fixed buffer ending there, or with alignments.
+    /// solve used to return offsets that overflowed), alignment padding
+    /// counted; one at the limit is planned, and one below it with a fixed
+    /// buffer (counted by where it ends).
     #[test]
     fn instances_above_the_limit_are_an_error() {
         let quarter = MAX_TOTAL / 4;
