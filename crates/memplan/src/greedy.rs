@@ -946,7 +946,9 @@ fn place_buckets_cut(
                         .map(|e| (e.0, e.1)),
                 );
             }
-            m.occ.sort_unstable();
+            // By offset alone: the order of ranges that start together
+            // changes no gap (the first one's top passes the others').
+            m.occ.sort_unstable_by_key(|r| r.0);
             find_gap(&m.occ, b.size, b.alignment, true)
         } else {
             m.gap(&lists, (lo, up), (b.size, b.alignment), &mut work)
