@@ -3,10 +3,11 @@
 use super::OpError;
 use crate::op_err;
 
-/// Normalise a possibly negative axis against `rank`.
+/// Normalise a possibly negative axis against `rank`: `[-rank, rank)`, so
+/// a scalar (rank 0) has no axis (callers index per-axis arrays with it).
 pub fn norm_axis(axis: i64, rank: usize) -> Result<usize, OpError> {
     let r = rank as i64;
-    if axis < -r || axis >= r.max(1) {
+    if axis < -r || axis >= r {
         return Err(op_err!("axis {axis} out of range for rank {rank}"));
     }
     Ok(if axis < 0 {
@@ -203,4 +204,26 @@ pub fn psum<R: crate::tensor::Real>(v: impl IntoIterator<Item = R>) -> R {
     let mut p = Psum::new();
     v.into_iter().for_each(|x| p.add(x));
     p.total()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Axes are `[-rank, rank)`; a scalar has none (axis 0 of a scalar
+    /// used to pass and index an empty per-axis array).
+    #[test]
+    fn axes_are_within_the_rank() {
+        assert_eq!(norm_axis(-1, 3).unwrap(), 2);
+        assert_eq!(norm_axis(2, 3).unwrap(), 2);
+        assert_eq!(norm_axis(-3, 3).unwrap(), 0);
+        for (axis, rank) in [(3, 3), (-4, 3), (0, 0), (-1, 0)] {
+            let e = norm_axis(axis, rank).unwrap_err();
+            assert!(
+                e.0.contains(&format!("axis {axis} out of range for rank {rank}")),
+                "{}",
+                e.0
+            );
+        }
+    }
 }
