@@ -446,6 +446,9 @@ pub fn import_into(
         let types = op
             .infer_declared(&infer_in, np.output.len(), &declared_out)
             .map_err(|e| nerr(e.0))?;
+        for (o, ty) in np.output.iter().zip(&types) {
+            checked_size(o, &ty.shape, ty.dtype).map_err(nerr)?;
+        }
         if let Some(values) = fold(g, &*op, &ins, &types, np.output.len()).map_err(nerr)? {
             for (o, v) in np.output.iter().zip(values) {
                 if o.is_empty() {

@@ -62,6 +62,14 @@ pub fn register(r: &mut Registry) {
             !k.is_empty() && k.len() <= 2 && k.iter().all(|&v| v >= 1),
             "kernel_shape {k:?} must be 1 or 2 positive sizes"
         );
+        // dX's plane: its size must be a number (the output's whole size
+        // is checked when the node is imported).
+        ensure!(
+            k.iter()
+                .try_fold(1i64, |p, &v| p.checked_mul(v))
+                .is_some_and(|p| p <= 1 << 40),
+            "kernel_shape {k:?} gives a plane of more than 2^40 elements"
+        );
         boxed(GlobalAvgPoolGrad {
             spatial: k.iter().map(|&v| v as usize).collect(),
         })
