@@ -435,3 +435,69 @@ fn declared_output_shape_that_disagrees_is_an_error() {
     assert_eq!(code, 0, "{err}");
     assert!(out.join("model.c").exists(), "{}", out.display());
 }
+
+/// Sizes past what a device holds are errors naming the node, also where
+/// an op's output is (a gradient whose size comes from an attribute);
+/// found by `mutated_models.rs`: in a debug build the plane's size
+/// overflowed, in a release build it wrapped.
+#[test]
+fn outputs_too_large_name_the_node() {
+    use strata::testing::attr_ints;
+    let gap_grad = |dy: &[i64], k: &[i64]| {
+        model(
+            vec![node(
+                "GlobalAveragePoolGrad",
+                "com.microsoft",
+                &["dy"],
+                &["dx"],
+                vec![attr_ints("kernel_shape", k)],
+            )],
+            vec![value("dy", 1, dy)],
+            vec![value("dx", 1, &[dy[0], dy[1], k[0], k[1]])],
+            vec![],
+        )
+    };
+    let huge = 1i64 << 40;
+    compile_fails(
+        "plane",
+        &gap_grad(&[1, 1, 1, 1], &[huge, huge]),
+        &[
+            "GlobalAveragePoolGrad_dx",
+            "kernel_shape [1099511627776, 1099511627776] gives a plane of more than 2^40 elements",
+        ],
+    );
+    compile_fails(
+        "output",
+        &gap_grad(&[4, 1, 1, 1], &[1 << 20, 1 << 20]),
+        &[
+            "GlobalAveragePoolGrad_dx",
+            "`dx` with shape [4, 1, 1048576, 1048576] is larger than 1099511627776 bytes",
+        ],
+    );
+}
+
+/// A scalar has no axis: reducing one over axis 0 is an error naming the
+/// node (it used to pass the axis check and index an empty array; found by
+/// `mutated_models.rs`).
+#[test]
+fn an_axis_of_a_scalar_is_an_error() {
+    use strata::testing::attr_ints;
+    let m = strata::testing::onnx_build::model_with_opset(
+        13,
+        vec![node(
+            "ReduceMean",
+            "",
+            &["x"],
+            &["y"],
+            vec![attr_ints("axes", &[0])],
+        )],
+        vec![value("x", 1, &[])],
+        vec![value("y", 1, &[])],
+        vec![],
+    );
+    compile_fails(
+        "scalar-axis",
+        &m,
+        &["ReduceMean_y", "axis 0 out of range for rank 0"],
+    );
+}
