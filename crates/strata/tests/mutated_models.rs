@@ -10,6 +10,7 @@
 //! `corrupted_models_never_panic`.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use prost::Message;
@@ -17,8 +18,16 @@ use strata::onnx::proto::{
     self, tensor_shape_proto::dimension::Value as Dim, type_proto, ModelProto,
 };
 
-/// The example models, decoded, and every op type they use.
-fn corpus() -> (Vec<(PathBuf, ModelProto)>, Vec<String>) {
+/// The example models (file, decoded), and every op type they use.
+type Corpus = (Vec<(PathBuf, ModelProto)>, Vec<String>);
+
+/// The [`Corpus`], read once for all cases.
+fn corpus() -> &'static Corpus {
+    static CORPUS: OnceLock<Corpus> = OnceLock::new();
+    CORPUS.get_or_init(read_corpus)
+}
+
+fn read_corpus() -> Corpus {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let mut files = Vec::new();
     for d in ["import", "mlp"] {
@@ -207,7 +216,7 @@ proptest! {
         let mut m = base.clone();
         let what: Vec<String> = seeds
             .iter()
-            .map(|&s| mutate(&mut m, &mut strata::testing::Rng(s | 1), &ops))
+            .map(|&s| mutate(&mut m, &mut strata::testing::Rng(s | 1), ops))
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("network.onnx");
