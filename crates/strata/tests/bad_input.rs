@@ -501,3 +501,68 @@ fn an_axis_of_a_scalar_is_an_error() {
         &["ReduceMean_y", "axis 0 out of range for rank 0"],
     );
 }
+
+/// Window attributes near 2^63 are errors naming the node: the input
+/// extent a pool or conv gradient recovers from its window, and an input
+/// padded past 2^64, overflowed (a panic in debug builds; found by
+/// `mutated_models.rs`).
+#[test]
+fn windows_past_any_size_are_errors() {
+    use strata::testing::attr_ints;
+    let pool_grad = |stride: i64| {
+        model(
+            vec![node(
+                "AveragePoolGrad",
+                "com.microsoft",
+                &["dy"],
+                &["dx"],
+                vec![
+                    attr_ints("kernel_shape", &[1, 1]),
+                    attr_ints("strides", &[stride, stride]),
+                ],
+            )],
+            vec![value("dy", 1, &[1, 1, 4, 4])],
+            vec![value("dx", 1, &[1, 1, 4, 4])],
+            vec![],
+        )
+    };
+    compile_fails(
+        "stride-max",
+        &pool_grad(i64::MAX),
+        &[
+            "AveragePoolGrad_dx",
+            "cannot recover the input size: output 4, kernel 1, stride 9223372036854775807",
+        ],
+    );
+    compile_fails(
+        "stride-2^62",
+        &pool_grad(1 << 62),
+        &[
+            "AveragePoolGrad_dx",
+            "`dx` with shape [1, 1, 13835058055282163713, 13835058055282163713] is larger",
+        ],
+    );
+    let m = model(
+        vec![node(
+            "MaxPool",
+            "",
+            &["x"],
+            &["y"],
+            vec![
+                attr_ints("kernel_shape", &[1, 1]),
+                attr_ints("pads", &[i64::MAX, 0, i64::MAX, 0]),
+            ],
+        )],
+        vec![value("x", 1, &[1, 1, 4, 4])],
+        vec![value("y", 1, &[1, 1, 4, 4])],
+        vec![],
+    );
+    compile_fails(
+        "pads",
+        &m,
+        &[
+            "MaxPool_y",
+            "an input of 4 padded by 9223372036854775807+9223372036854775807 overflows",
+        ],
+    );
+}

@@ -219,11 +219,15 @@ impl Window {
 
 /// Output extent of one axis.
 pub fn out_extent(i: usize, k: usize, s: usize, p0: usize, p1: usize) -> Result<usize, OpError> {
+    let padded = i
+        .checked_add(p0)
+        .and_then(|v| v.checked_add(p1))
+        .ok_or_else(|| op_err!("an input of {i} padded by {p0}+{p1} overflows"))?;
     ensure!(
-        i + p0 + p1 >= k,
+        padded >= k,
         "window of {k} does not fit an input of {i} padded by {p0}+{p1}"
     );
-    Ok((i + p0 + p1 - k) / s + 1)
+    Ok((padded - k) / s + 1)
 }
 
 /// Input extent of one axis recovered from the output extent, for the
@@ -234,17 +238,23 @@ pub fn out_extent(i: usize, k: usize, s: usize, p0: usize, p1: usize) -> Result<
 /// gradient's output is rejected at import, naming both.
 pub fn in_extent(o: usize, k: usize, s: usize, p0: usize, p1: usize) -> Result<usize, OpError> {
     ensure!(o >= 1, "empty output axis");
-    let full = (o - 1) * s + k;
-    ensure!(
-        full > p0 + p1,
-        "cannot recover the input size: output {o}, kernel {k}, stride {s}, pads {p0}+{p1}"
-    );
-    let lo = full - p0 - p1;
-    let hi = lo + s - 1;
-    Ok(if (lo..=hi).contains(&(o * s)) {
-        o * s
-    } else {
-        lo
+    let bad = || {
+        op_err!("cannot recover the input size: output {o}, kernel {k}, stride {s}, pads {p0}+{p1}")
+    };
+    // Window attributes reach 2^63: the sums are checked.
+    let full = (o - 1)
+        .checked_mul(s)
+        .and_then(|v| v.checked_add(k))
+        .ok_or_else(bad)?;
+    let pads = p0.checked_add(p1).ok_or_else(bad)?;
+    if full <= pads {
+        return Err(bad());
+    }
+    let lo = full - pads;
+    let hi = lo.saturating_add(s - 1);
+    Ok(match o.checked_mul(s) {
+        Some(os) if (lo..=hi).contains(&os) => os,
+        _ => lo,
     })
 }
 
