@@ -502,6 +502,150 @@ fn an_axis_of_a_scalar_is_an_error() {
     );
 }
 
+/// A node with more inputs than its op reads is an error naming the node,
+/// how many inputs it has and how many the op takes (a `Pow` with three,
+/// a `Relu` with two used to import and run, the extra ignored); a
+/// required input given as an empty name is missing.
+#[test]
+fn more_inputs_than_the_op_reads_is_an_error() {
+    let pow = model(
+        vec![node("Pow", "", &["x", "e", "x"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![f32_init("e", &[], &[2.0])],
+    );
+    compile_fails(
+        "pow3",
+        &pow,
+        &["node `Pow_y` (Pow)", "has 3 inputs; Pow takes 2"],
+    );
+    let relu = model(
+        vec![node("Relu", "", &["x", "x"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails(
+        "relu2",
+        &relu,
+        &["node `Relu_y` (Relu)", "has 2 inputs; Relu takes 1"],
+    );
+    // An op with optional inputs: Gemm takes A, B and an optional C.
+    let gemm = model(
+        vec![node("Gemm", "", &["x", "w", "b", "b"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 3])],
+        vec![value("y", 1, &[2, 4])],
+        vec![
+            f32_init("w", &[3, 4], &[0.0; 12]),
+            f32_init("b", &[4], &[0.0; 4]),
+        ],
+    );
+    compile_fails(
+        "gemm4",
+        &gemm,
+        &["node `Gemm_y` (Gemm)", "has 4 inputs; Gemm takes 2 to 3"],
+    );
+    // A Constant takes none.
+    let constant = model(
+        vec![
+            node(
+                "Constant",
+                "",
+                &["x"],
+                &["c"],
+                vec![strata::ops::Attribute::new(
+                    "value_float",
+                    strata::ops::Attr::Float(1.0),
+                )],
+            ),
+            node("Add", "", &["x", "c"], &["y"], vec![]),
+        ],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails(
+        "const1",
+        &constant,
+        &["(Constant)", "has 1 input; Constant takes 0"],
+    );
+    // A required input given as an empty name is absent.
+    let add = model(
+        vec![node("Add", "", &["", "x"], &["y"], vec![])],
+        vec![value("x", 1, &[2, 2])],
+        vec![value("y", 1, &[2, 2])],
+        vec![],
+    );
+    compile_fails(
+        "add-empty",
+        &add,
+        &[
+            "node `Add_y` (Add)",
+            "missing required input 0; Add takes 2",
+        ],
+    );
+}
+
+/// Empty names after a node's last input are absent inputs: they do not
+/// count against the op's inputs, and the node compiles (a `Sum` with a
+/// trailing empty name used to fail on a missing input).
+#[test]
+fn trailing_empty_inputs_are_absent() {
+    let m = model(
+        vec![
+            node("Relu", "", &["x", "", ""], &["r"], vec![]),
+            node("Gemm", "", &["r", "w", "", ""], &["g"], vec![]),
+            node("Sum", "", &["g", "g", ""], &["y"], vec![]),
+        ],
+        vec![value("x", 1, &[2, 3])],
+        vec![value("y", 1, &[2, 4])],
+        vec![f32_init("w", &[3, 4], &[0.5; 12])],
+    );
+    let (_d, out, code, err) = compile_onnx("trailing", &m);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists());
+    let m = strata::onnx::decode(&m, Path::new("trailing.onnx")).unwrap();
+    let g = strata::onnx::import(&m, &strata::ops::Registry::standard()).unwrap();
+    let inputs: Vec<usize> = g.nodes.iter().map(|n| n.inputs.len()).collect();
+    assert_eq!(inputs, [1, 2, 2], "the absent inputs are dropped");
+}
+
+/// ORT's SoftmaxCrossEntropyLossGrad is (dY, log_prob, label, weight?),
+/// Onnx4Deeploy's (log_prob, label): in the second form a fourth input
+/// would be ignored, so it is an error.
+#[test]
+fn cross_entropy_grad_without_dy_takes_three_inputs() {
+    use strata::testing::onnx_build::i64_init;
+    let m = |inputs: &[&str]| {
+        model(
+            vec![node(
+                "SoftmaxCrossEntropyLossGrad",
+                "com.microsoft",
+                inputs,
+                &["dx"],
+                vec![],
+            )],
+            vec![value("logp", 1, &[2, 3])],
+            vec![value("dx", 1, &[2, 3])],
+            vec![
+                i64_init("label", &[2], &[0, 2]),
+                f32_init("w", &[3], &[1.0; 3]),
+            ],
+        )
+    };
+    let ok = strata::onnx::decode(&m(&["logp", "label", "w"]), Path::new("sce.onnx")).unwrap();
+    strata::onnx::import(&ok, &strata::ops::Registry::standard()).unwrap();
+    compile_fails(
+        "sce-grad-4",
+        &m(&["logp", "label", "w", "logp"]),
+        &[
+            "SoftmaxCrossEntropyLossGrad_dx",
+            "(log_prob, label[, weight])",
+            "input 3",
+        ],
+    );
+}
+
 /// Window attributes near 2^63 are errors naming the node: the input
 /// extent a pool or conv gradient recovers from its window, and an input
 /// padded past 2^64, overflowed (a panic in debug builds; found by

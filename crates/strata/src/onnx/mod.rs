@@ -379,6 +379,10 @@ pub fn import_into(
         };
         let attrs = attributes(&np.attribute).map_err(nerr)?;
         if np.op_type == "Constant" && crate::ops::canonical_domain(&np.domain).is_empty() {
+            let given = present_inputs(&np.input);
+            crate::ops::Arity::exactly(0)
+                .check("Constant", &vec![true; given.len()])
+                .map_err(nerr)?;
             let v = constant_value(&attrs).map_err(nerr)?;
             let out = np
                 .output
@@ -392,7 +396,7 @@ pub fn import_into(
             g.constants.insert(id, v);
             continue;
         }
-        let parse = reg
+        let def = reg
             .lookup(&np.domain, &np.op_type)
             .ok_or_else(|| Error::UnknownOp {
                 node: name.clone(),
@@ -415,9 +419,16 @@ pub fn import_into(
             .get(crate::ops::canonical_domain(&np.domain))
             .copied()
             .unwrap_or(i64::MAX);
-        let op = parse(&Attrs::with_opset(&attrs, opset)).map_err(|e| nerr(e.0))?;
-        let mut ins = Vec::with_capacity(np.input.len());
-        for i in &np.input {
+        let given = present_inputs(&np.input);
+        def.arity
+            .check(
+                &np.op_type,
+                &given.iter().map(|i| !i.is_empty()).collect::<Vec<_>>(),
+            )
+            .map_err(nerr)?;
+        let op = (def.parse)(&Attrs::with_opset(&attrs, opset)).map_err(|e| nerr(e.0))?;
+        let mut ins = Vec::with_capacity(given.len());
+        for i in given {
             if i.is_empty() {
                 ins.push(None);
             } else {
@@ -509,6 +520,17 @@ pub fn import_into(
         outputs.push(id);
     }
     Ok(outputs)
+}
+
+/// A node's inputs up to the last one given: the empty names after it are
+/// absent inputs (ONNX), which neither count against the op's arity nor
+/// reach the op.
+fn present_inputs(names: &[String]) -> &[String] {
+    let n = names
+        .iter()
+        .rposition(|i| !i.is_empty())
+        .map_or(0, |p| p + 1);
+    &names[..n]
 }
 
 /// A node's name for messages: its own, else `<op_type>_<position>`.

@@ -2,13 +2,14 @@
 
 use super::util::{grad_pair_calls, grad_pair_eval, grad_pair_type, norm_axis};
 use super::{
-    arg, boxed, req, Alias, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    arg, boxed, req, Alias, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands,
+    Registry, MS,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "Gemm", |a| {
+    r.add(&[""], "Gemm", Arity::range(2, 3), |a| {
         boxed(Gemm {
             alpha: a.float_or("alpha", 1.0),
             beta: a.float_or("beta", 1.0),
@@ -16,42 +17,48 @@ pub fn register(r: &mut Registry) {
             trans_b: a.int_or("transB", 0) != 0,
         })
     });
-    r.add(&[""], "Relu", |_| boxed(Relu));
-    r.add(&[MS, ""], "ReluGrad", |_| boxed(ReluGrad));
-    r.add(&[""], "Identity", |_| {
+    r.add(&[""], "Relu", Arity::exactly(1), |_| boxed(Relu));
+    r.add(&[MS, ""], "ReluGrad", Arity::exactly(2), |_| {
+        boxed(ReluGrad)
+    });
+    r.add(&[""], "Identity", Arity::exactly(1), |_| {
         boxed(View {
             kind: ViewKind::Identity,
         })
     });
-    r.add(&[""], "Reshape", |a| {
+    r.add(&[""], "Reshape", Arity::exactly(2), |a| {
         a.reject_if(a.int_or("allowzero", 0) != 0, "Reshape with allowzero=1")?;
         boxed(View {
             kind: ViewKind::Reshape,
         })
     });
-    r.add(&[""], "Flatten", |a| {
+    r.add(&[""], "Flatten", Arity::exactly(1), |a| {
         boxed(View {
             kind: ViewKind::Flatten(a.int_or("axis", 1)),
         })
     });
-    r.add(&[""], "Squeeze", |a| {
+    r.add(&[""], "Squeeze", Arity::range(1, 2), |a| {
         boxed(View {
             kind: ViewKind::Squeeze(a.ints("axes")),
         })
     });
-    r.add(&[""], "Unsqueeze", |a| {
+    r.add(&[""], "Unsqueeze", Arity::range(1, 2), |a| {
         boxed(View {
             kind: ViewKind::Unsqueeze(a.ints("axes")),
         })
     });
-    r.add(&[""], "Shape", |a| {
+    r.add(&[""], "Shape", Arity::exactly(1), |a| {
         boxed(Shape {
             start: a.int_or("start", 0),
             end: a.int("end"),
         })
     });
-    r.add(&[""], "ReduceSum", |a| parse_reduce(a, ReduceKind::Sum));
-    r.add(&[""], "ReduceMean", |a| parse_reduce(a, ReduceKind::Mean));
+    r.add(&[""], "ReduceSum", Arity::range(1, 2), |a| {
+        parse_reduce(a, ReduceKind::Sum)
+    });
+    r.add(&[""], "ReduceMean", Arity::range(1, 2), |a| {
+        parse_reduce(a, ReduceKind::Mean)
+    });
 }
 
 fn f32_input<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<&'a TensorType, OpError> {

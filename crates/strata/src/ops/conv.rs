@@ -10,21 +10,27 @@
 
 use super::util::Psum;
 use super::{
-    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    arg, boxed, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "Conv", |a| {
+    r.add(&[""], "Conv", Arity::range(2, 3), |a| {
         boxed(Conv {
             win: Window::parse(a)?,
             group: parse_group(a)?,
         })
     });
-    r.add(&[MS, ""], "ConvGrad", |a| parse_grad(a, GradKind::Full));
-    r.add(&["", MS], "ConvGradX", |a| parse_grad(a, GradKind::X));
-    r.add(&["", MS], "ConvGradW", |a| parse_grad(a, GradKind::W));
+    r.add(&[MS, ""], "ConvGrad", Arity::exactly(3), |a| {
+        parse_grad(a, GradKind::Full)
+    });
+    r.add(&["", MS], "ConvGradX", Arity::exactly(2), |a| {
+        parse_grad(a, GradKind::X)
+    });
+    r.add(&["", MS], "ConvGradW", Arity::exactly(2), |a| {
+        parse_grad(a, GradKind::W)
+    });
 }
 
 fn parse_group(a: &Attrs<'_>) -> Result<usize, OpError> {

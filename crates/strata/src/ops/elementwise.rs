@@ -12,31 +12,63 @@
 use super::util::{
     broadcast_shape, broadcast_strides, grad_pair_calls, grad_pair_eval, grad_pair_type,
 };
-use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Arity, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::Real;
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "Add", |_| boxed(Binary(BinKind::Add)));
-    r.add(&[""], "Sub", |_| boxed(Binary(BinKind::Sub)));
-    r.add(&[""], "Mul", |_| boxed(Binary(BinKind::Mul)));
-    r.add(&[""], "Div", |_| boxed(Binary(BinKind::Div)));
-    r.add(&[""], "Pow", |_| boxed(Binary(BinKind::Pow)));
-    r.add(&[""], "Sqrt", |_| boxed(Unary(UnKind::Sqrt)));
-    r.add(&[""], "Abs", |_| boxed(Unary(UnKind::Abs)));
-    r.add(&[""], "Neg", |_| boxed(Unary(UnKind::Neg)));
-    r.add(&[""], "Sign", |_| boxed(Unary(UnKind::Sign)));
-    r.add(&[""], "Exp", |_| boxed(Unary(UnKind::Exp)));
-    r.add(&[""], "Log", |_| boxed(Unary(UnKind::Log)));
-    r.add(&[""], "Sigmoid", |_| boxed(Unary(UnKind::Sigmoid)));
-    r.add(&[""], "Tanh", |_| boxed(Unary(UnKind::Tanh)));
-    r.add(&[""], "LeakyRelu", |a| {
+    r.add(&[""], "Add", Arity::exactly(2), |_| {
+        boxed(Binary(BinKind::Add))
+    });
+    r.add(&[""], "Sub", Arity::exactly(2), |_| {
+        boxed(Binary(BinKind::Sub))
+    });
+    r.add(&[""], "Mul", Arity::exactly(2), |_| {
+        boxed(Binary(BinKind::Mul))
+    });
+    r.add(&[""], "Div", Arity::exactly(2), |_| {
+        boxed(Binary(BinKind::Div))
+    });
+    r.add(&[""], "Pow", Arity::exactly(2), |_| {
+        boxed(Binary(BinKind::Pow))
+    });
+    r.add(&[""], "Sqrt", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Sqrt))
+    });
+    r.add(&[""], "Abs", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Abs))
+    });
+    r.add(&[""], "Neg", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Neg))
+    });
+    r.add(&[""], "Sign", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Sign))
+    });
+    r.add(&[""], "Exp", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Exp))
+    });
+    r.add(&[""], "Log", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Log))
+    });
+    r.add(&[""], "Sigmoid", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Sigmoid))
+    });
+    r.add(&[""], "Tanh", Arity::exactly(1), |_| {
+        boxed(Unary(UnKind::Tanh))
+    });
+    r.add(&[""], "LeakyRelu", Arity::exactly(1), |a| {
         boxed(Unary(UnKind::LeakyRelu(a.float_or("alpha", 0.01))))
     });
-    r.add(&[MS], "SigmoidGrad", |_| boxed(ActGrad::Sigmoid));
-    r.add(&[MS], "TanhGrad", |_| boxed(ActGrad::Tanh));
-    r.add(&[MS], "LeakyReluGrad", |a| {
+    r.add(&[MS], "SigmoidGrad", Arity::exactly(2), |_| {
+        boxed(ActGrad::Sigmoid)
+    });
+    r.add(&[MS], "TanhGrad", Arity::exactly(2), |_| {
+        boxed(ActGrad::Tanh)
+    });
+    r.add(&[MS], "LeakyReluGrad", Arity::exactly(2), |a| {
         boxed(ActGrad::LeakyRelu(a.float_or("alpha", 0.01)))
     });
 }

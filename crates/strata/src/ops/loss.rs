@@ -1,25 +1,33 @@
 //! Losses and their gradients: softmax cross-entropy (ONNX forward, ORT and
 //! Onnx4Deeploy gradient spellings) and the fused mean-squared error.
 
-use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Arity, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&["", MS], "SoftmaxCrossEntropyLoss", |a| {
-        boxed(Sce::parse(a)?)
-    });
-    r.add(&[MS, ""], "SoftmaxCrossEntropyLossGrad", |a| {
-        boxed(SceGrad(Sce::parse(a)?))
-    });
-    r.add(&["", MS], "MSELoss", |a| {
+    r.add(
+        &["", MS],
+        "SoftmaxCrossEntropyLoss",
+        Arity::range(2, 3),
+        |a| boxed(Sce::parse(a)?),
+    );
+    r.add(
+        &[MS, ""],
+        "SoftmaxCrossEntropyLossGrad",
+        Arity::range(2, 4),
+        |a| boxed(SceGrad(Sce::parse(a)?)),
+    );
+    r.add(&["", MS], "MSELoss", Arity::exactly(2), |a| {
         a.reject_if(
             a.string_or("reduction", "mean") != "mean",
             "MSELoss reduction other than mean",
         )?;
         boxed(Mse)
     });
-    r.add(&["", MS], "MSELossGrad", |a| {
+    r.add(&["", MS], "MSELossGrad", Arity::exactly(2), |a| {
         a.reject_if(
             a.string_or("reduction", "mean") != "mean",
             "MSELossGrad reduction other than mean",
@@ -241,6 +249,10 @@ fn grad_args(types: &[Option<&TensorType>]) -> Result<GradArgs, OpError> {
             .unwrap_or(false)
     };
     if int(1) {
+        ensure!(
+            t(3).is_none(),
+            "the (log_prob, label[, weight]) form takes 3 inputs, found input 3"
+        );
         Ok(GradArgs {
             dy: None,
             logp: 0,

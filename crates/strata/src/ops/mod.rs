@@ -183,9 +183,80 @@ pub trait Op: fmt::Debug + Send + Sync + std::any::Any {
 
 pub type ParseFn = fn(&Attrs<'_>) -> Result<Box<dyn Op>, OpError>;
 
-/// The op table: (domain, op_type) → attribute parser.
+/// How many inputs an op takes, by position: the first `min` are required,
+/// the ones after them optional, up to `max` in all (`None`: any number,
+/// the variadic ops). It is the highest position the op's shape rule,
+/// reference kernel and kernel calls read, so the importer refuses a node
+/// with an input the op would silently ignore; every op declares one when
+/// it is registered ([`Registry::add`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arity {
+    pub min: usize,
+    pub max: Option<usize>,
+}
+
+impl Arity {
+    /// Exactly `n` inputs, all required.
+    pub const fn exactly(n: usize) -> Arity {
+        Arity {
+            min: n,
+            max: Some(n),
+        }
+    }
+    /// `min` required inputs, then optional ones up to `max` in all.
+    pub const fn range(min: usize, max: usize) -> Arity {
+        assert!(min <= max);
+        Arity {
+            min,
+            max: Some(max),
+        }
+    }
+    /// `min` or more inputs, all required (Sum, Concat).
+    pub const fn at_least(min: usize) -> Arity {
+        Arity { min, max: None }
+    }
+
+    /// Check a node's inputs by position (`true` where one is given; ONNX
+    /// gives an optional input that is absent as an empty name). The inputs
+    /// after the last one given are absent and do not count: the caller
+    /// drops them. An error says how many the node has and how many
+    /// `op_type` takes, or which required input is missing.
+    pub fn check(&self, op_type: &str, given: &[bool]) -> Result<(), String> {
+        let n = given.len();
+        if self.max.is_some_and(|max| n > max) {
+            let s = if n == 1 { "" } else { "s" };
+            return Err(format!("has {n} input{s}; {op_type} takes {self}"));
+        }
+        match (0..self.min).find(|&i| !given.get(i).copied().unwrap_or(false)) {
+            Some(i) => Err(format!(
+                "missing required input {i}; {op_type} takes {self}"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// "2", "2 to 3", "1 or more".
+impl fmt::Display for Arity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.max {
+            Some(max) if max == self.min => write!(f, "{max}"),
+            Some(max) => write!(f, "{} to {max}", self.min),
+            None => write!(f, "{} or more", self.min),
+        }
+    }
+}
+
+/// A registered op: the inputs it takes and its attribute parser.
+#[derive(Clone, Copy)]
+pub struct OpDef {
+    pub arity: Arity,
+    pub parse: ParseFn,
+}
+
+/// The op table: (domain, op_type) → the op's arity and attribute parser.
 pub struct Registry {
-    map: BTreeMap<(String, String), ParseFn>,
+    map: BTreeMap<(String, String), OpDef>,
 }
 
 /// The ONNX default domain has two spellings.
@@ -226,14 +297,23 @@ impl Registry {
         r
     }
 
-    pub fn add(&mut self, domains: &[&str], op_type: &str, parse: ParseFn) {
+    /// Register `op_type` in each of `domains`: the inputs it takes (the
+    /// highest position its shape rule, reference kernel and kernel calls
+    /// read) and its attribute parser.
+    pub fn add(&mut self, domains: &[&str], op_type: &str, arity: Arity, parse: ParseFn) {
         for d in domains {
-            self.map.insert((d.to_string(), op_type.to_string()), parse);
+            self.map
+                .insert((d.to_string(), op_type.to_string()), OpDef { arity, parse });
         }
     }
 
     /// The op registered under (domain, op_type) exactly.
     pub fn get(&self, domain: &str, op_type: &str) -> Option<ParseFn> {
+        self.def(domain, op_type).map(|d| d.parse)
+    }
+
+    /// The arity and parser registered under (domain, op_type) exactly.
+    pub fn def(&self, domain: &str, op_type: &str) -> Option<OpDef> {
         self.map
             .get(&(canonical_domain(domain).to_string(), op_type.to_string()))
             .copied()
@@ -245,11 +325,11 @@ impl Registry {
     /// kernel tests spell ConvGrad, Gelu, LayerNormalizationGrad, MSELoss, ...
     /// in one or the other with the same meaning). The domain is a hint,
     /// never a reason to reject an op strata knows.
-    pub fn lookup(&self, domain: &str, op_type: &str) -> Option<ParseFn> {
+    pub fn lookup(&self, domain: &str, op_type: &str) -> Option<OpDef> {
         let d = canonical_domain(domain);
-        self.get(d, op_type).or_else(|| match d {
-            "" => self.get(MS, op_type),
-            MS => self.get("", op_type),
+        self.def(d, op_type).or_else(|| match d {
+            "" => self.def(MS, op_type),
+            MS => self.def("", op_type),
             _ => None,
         })
     }

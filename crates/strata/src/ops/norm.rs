@@ -10,13 +10,13 @@
 
 use super::util::Psum;
 use super::{
-    arg, boxed, req, Alias, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    arg, boxed, req, Alias, Arg, Arity, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
 };
 use crate::ensure;
 use crate::tensor::{DType, Real, Tensor, TensorType};
 
 pub fn register_batchnorm(r: &mut Registry) {
-    r.add(&[MS], "BatchNormInternal", |a| {
+    r.add(&[MS], "BatchNormInternal", Arity::exactly(5), |a| {
         a.reject_if(
             a.int_or("training_mode", 1) == 0,
             "BatchNormInternal with training_mode=0",
@@ -26,9 +26,12 @@ pub fn register_batchnorm(r: &mut Registry) {
             momentum: a.float_or("momentum", 0.9),
         })
     });
-    r.add(&[MS, ""], "BatchNormalizationGrad", |_| {
-        boxed(BatchNormGrad)
-    });
+    r.add(
+        &[MS, ""],
+        "BatchNormalizationGrad",
+        Arity::exactly(5),
+        |_| boxed(BatchNormGrad),
+    );
 }
 
 /// (n, c, sp) of a `[N, C, spatial...]` shape.
@@ -376,14 +379,22 @@ pub fn register_batchnorm_split(r: &mut Registry) {
             momentum: a.float_or("momentum", 0.9),
         })
     }
-    r.add(&[STRATA], "BatchNormSum", |a| parse(BnStage::Sum, a));
-    r.add(&[STRATA], "BatchNormSqDev", |a| parse(BnStage::SqDev, a));
-    r.add(&[STRATA], "BatchNormStats", |a| parse(BnStage::Stats, a));
-    r.add(&[STRATA], "BatchNormApply", |a| parse(BnStage::Apply, a));
-    r.add(&[STRATA], "BatchNormGradSum", |a| {
+    r.add(&[STRATA], "BatchNormSum", Arity::exactly(1), |a| {
+        parse(BnStage::Sum, a)
+    });
+    r.add(&[STRATA], "BatchNormSqDev", Arity::exactly(2), |a| {
+        parse(BnStage::SqDev, a)
+    });
+    r.add(&[STRATA], "BatchNormStats", Arity::exactly(4), |a| {
+        parse(BnStage::Stats, a)
+    });
+    r.add(&[STRATA], "BatchNormApply", Arity::exactly(5), |a| {
+        parse(BnStage::Apply, a)
+    });
+    r.add(&[STRATA], "BatchNormGradSum", Arity::exactly(3), |a| {
         parse(BnStage::GradSum, a)
     });
-    r.add(&[STRATA], "BatchNormGradApply", |a| {
+    r.add(&[STRATA], "BatchNormGradApply", Arity::exactly(7), |a| {
         parse(BnStage::GradApply, a)
     });
 }

@@ -6,20 +6,22 @@
 
 use super::util::f32_in;
 use super::util::{broadcast_shape, broadcast_strides};
-use super::{arg, boxed, req, Arg, KernelCall, Op, OpError, OpInput, Operands, Registry, MS};
+use super::{
+    arg, boxed, req, Arg, Arity, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+};
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "Expand", |_| boxed(Expand));
-    r.add(&[MS], "Scale", |a| {
+    r.add(&[""], "Expand", Arity::exactly(2), |_| boxed(Expand));
+    r.add(&[MS], "Scale", Arity::exactly(2), |a| {
         let d = a.int_or("scale_down", 0);
         a.reject_if(d != 0 && d != 1, "Scale scale_down other than 0 or 1")?;
         boxed(Scale { down: d == 1 })
     });
-    r.add(&[""], "Size", |_| boxed(Size));
-    r.add(&[""], "Sum", |_| boxed(Sum));
-    r.add(&[MS], "FusedMatMul", |a| {
+    r.add(&[""], "Size", Arity::exactly(1), |_| boxed(Size));
+    r.add(&[""], "Sum", Arity::at_least(1), |_| boxed(Sum));
+    r.add(&[MS], "FusedMatMul", Arity::exactly(2), |a| {
         a.reject_if(
             a.int_or("transBatchA", 0) != 0 || a.int_or("transBatchB", 0) != 0,
             "FusedMatMul transBatchA/transBatchB",

@@ -11,13 +11,13 @@
 
 use super::conv::{geom, in_extent, nchw, tap_out, Geom, Win2, Window};
 use super::{
-    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    arg, boxed, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "MaxPool", |a| {
+    r.add(&[""], "MaxPool", Arity::exactly(1), |a| {
         a.reject_if(
             a.int_or("storage_order", 0) != 0,
             "MaxPool storage_order=1 (column-major indices)",
@@ -28,14 +28,14 @@ pub fn register(r: &mut Registry) {
             at: PlaneAt::default(),
         })
     });
-    r.add(&[MS, ""], "MaxPoolGrad", |a| {
+    r.add(&[MS, ""], "MaxPoolGrad", Arity::exactly(2), |a| {
         boxed(PoolGrad {
             kind: PoolKind::Max,
             win: parse_pool_window(a)?,
             at: PlaneAt::default(),
         })
     });
-    r.add(&[""], "AveragePool", |a| {
+    r.add(&[""], "AveragePool", Arity::exactly(1), |a| {
         boxed(Pool {
             kind: PoolKind::Avg {
                 include_pad: a.int_or("count_include_pad", 0) != 0,
@@ -44,7 +44,7 @@ pub fn register(r: &mut Registry) {
             at: PlaneAt::default(),
         })
     });
-    r.add(&[MS, ""], "AveragePoolGrad", |a| {
+    r.add(&[MS, ""], "AveragePoolGrad", Arity::exactly(1), |a| {
         boxed(PoolGrad {
             kind: PoolKind::Avg {
                 include_pad: a.int_or("count_include_pad", 0) != 0,
@@ -53,8 +53,10 @@ pub fn register(r: &mut Registry) {
             at: PlaneAt::default(),
         })
     });
-    r.add(&[""], "GlobalAveragePool", |_| boxed(GlobalAvgPool));
-    r.add(&[MS, ""], "GlobalAveragePoolGrad", |a| {
+    r.add(&[""], "GlobalAveragePool", Arity::exactly(1), |_| {
+        boxed(GlobalAvgPool)
+    });
+    r.add(&[MS, ""], "GlobalAveragePoolGrad", Arity::exactly(1), |a| {
         let k = a.ints("kernel_shape").ok_or_else(|| {
             op_err!("GlobalAveragePoolGrad needs `kernel_shape` (the input's spatial size)")
         })?;

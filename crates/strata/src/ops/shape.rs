@@ -8,18 +8,18 @@
 
 use super::util::{norm_axis, strides};
 use super::{
-    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, Slot,
+    arg, boxed, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, Slot,
 };
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "Transpose", |a| {
+    r.add(&[""], "Transpose", Arity::exactly(1), |a| {
         boxed(Transpose {
             perm: a.ints("perm"),
         })
     });
-    r.add(&[""], "Slice", |a| {
+    r.add(&[""], "Slice", Arity::range(1, 5), |a| {
         boxed(Slice {
             attr: match (a.ints("starts"), a.ints("ends")) {
                 (Some(s), Some(e)) => Some((s, e, a.ints("axes"))),
@@ -27,26 +27,26 @@ pub fn register(r: &mut Registry) {
             },
         })
     });
-    r.add(&[""], "Concat", |a| {
+    r.add(&[""], "Concat", Arity::at_least(1), |a| {
         boxed(Concat {
             axis: a
                 .int("axis")
                 .ok_or_else(|| op_err!("Concat needs an `axis` attribute"))?,
         })
     });
-    r.add(&[""], "Split", |a| {
+    r.add(&[""], "Split", Arity::range(1, 2), |a| {
         boxed(Split {
             axis: a.int_or("axis", 0),
             split: a.ints("split"),
             num_outputs: a.int("num_outputs"),
         })
     });
-    r.add(&[""], "Gather", |a| {
+    r.add(&[""], "Gather", Arity::exactly(2), |a| {
         boxed(Gather {
             axis: a.int_or("axis", 0),
         })
     });
-    r.add(&[""], "Pad", parse_pad);
+    r.add(&[""], "Pad", Arity::range(1, 4), parse_pad);
 }
 
 fn const_input(

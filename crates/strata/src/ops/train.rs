@@ -4,17 +4,23 @@
 //! memory plan gives output and input one home.
 
 use super::{
-    arg, boxed, req, Alias, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
-    STRATA,
+    arg, boxed, req, Alias, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands,
+    Registry, MS, STRATA,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[MS], "InPlaceAccumulatorV2", |_| boxed(Accumulate));
-    r.add(&[STRATA], "AdamW", |a| boxed(AdamW::from_attrs(a)?));
-    r.add(&[STRATA], "StepCount", |_| boxed(StepCount));
-    r.add(&["", MS], "SGD", |a| {
+    r.add(&[MS], "InPlaceAccumulatorV2", Arity::range(2, 3), |_| {
+        boxed(Accumulate)
+    });
+    r.add(&[STRATA], "AdamW", Arity::exactly(6), |a| {
+        boxed(AdamW::from_attrs(a)?)
+    });
+    r.add(&[STRATA], "StepCount", Arity::exactly(1), |_| {
+        boxed(StepCount)
+    });
+    r.add(&["", MS], "SGD", Arity::exactly(2), |a| {
         if !a.has("lr") {
             return Err(op_err!("SGD needs the `lr` attribute"));
         }

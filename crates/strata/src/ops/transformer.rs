@@ -10,15 +10,15 @@ use super::util::{broadcast_shape, broadcast_strides, norm_axis};
 use super::util::{f32_in, grad_pair_calls, grad_pair_eval, grad_pair_type};
 use super::util::{psum, Psum};
 use super::{
-    arg, boxed, req, Arg, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
+    arg, boxed, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, MS,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
 
 pub fn register(r: &mut Registry) {
-    r.add(&[""], "MatMul", |_| boxed(MatMul));
+    r.add(&[""], "MatMul", Arity::exactly(2), |_| boxed(MatMul));
     // Before opset 13 Softmax coerced its input to 2-D at `axis` (default 1).
-    r.add(&[""], "Softmax", |a| {
+    r.add(&[""], "Softmax", Arity::exactly(1), |a| {
         let old = a.opset < 13;
         boxed(Softmax {
             axis: a.int_or("axis", if old { 1 } else { -1 }),
@@ -27,21 +27,25 @@ pub fn register(r: &mut Registry) {
     });
     // ORT's SoftmaxGrad (opset < 13 softmax): the input is coerced to 2-D at
     // `axis` (default 1); SoftmaxGrad_13 normalises along the one axis (default -1).
-    r.add(&[MS], "SoftmaxGrad", |a| {
+    r.add(&[MS], "SoftmaxGrad", Arity::exactly(2), |a| {
         boxed(SoftmaxGrad(Softmax {
             axis: a.int_or("axis", 1),
             coerce: true,
         }))
     });
-    r.add(&[MS], "SoftmaxGrad_13", |a| {
+    r.add(&[MS], "SoftmaxGrad_13", Arity::exactly(2), |a| {
         boxed(SoftmaxGrad(Softmax {
             axis: a.int_or("axis", -1),
             coerce: false,
         }))
     });
-    r.add(&[MS, ""], "Gelu", |a| boxed(Gelu(parse_approx(a)?)));
-    r.add(&[MS, ""], "GeluGrad", |a| boxed(GeluGrad(parse_approx(a)?)));
-    r.add(&["", MS], "LayerNormalization", |a| {
+    r.add(&[MS, ""], "Gelu", Arity::exactly(1), |a| {
+        boxed(Gelu(parse_approx(a)?))
+    });
+    r.add(&[MS, ""], "GeluGrad", Arity::exactly(2), |a| {
+        boxed(GeluGrad(parse_approx(a)?))
+    });
+    r.add(&["", MS], "LayerNormalization", Arity::range(2, 3), |a| {
         a.reject_if(
             a.int_or("stash_type", 1) != 1,
             "LayerNormalization stash_type other than 1 (float32)",
@@ -51,7 +55,7 @@ pub fn register(r: &mut Registry) {
             epsilon: a.float_or("epsilon", 1e-5),
         })
     });
-    r.add(&[MS], "LayerNormalizationGrad", |a| {
+    r.add(&[MS], "LayerNormalizationGrad", Arity::exactly(5), |a| {
         boxed(LayerNormGrad {
             axis: a.int_or("axis", -1),
         })
