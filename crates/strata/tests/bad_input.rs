@@ -646,6 +646,51 @@ fn cross_entropy_grad_without_dy_takes_three_inputs() {
     );
 }
 
+/// A model stamped with an ai.onnx opset strata does not implement is
+/// refused, naming the domain, the version and the range strata implements
+/// (`strata::onnx::AI_ONNX_OPSETS`); its ends are accepted.
+#[test]
+fn unimplemented_opsets_are_refused() {
+    use strata::testing::onnx_build::model_with_opset;
+    let m = |opset: i64| {
+        model_with_opset(
+            opset,
+            vec![node("Relu", "", &["x"], &["y"], vec![])],
+            vec![value("x", 1, &[2, 2])],
+            vec![value("y", 1, &[2, 2])],
+            vec![],
+        )
+    };
+    let range = strata::onnx::AI_ONNX_OPSETS;
+    let (lo, hi) = (*range.start(), *range.end());
+    assert_eq!((lo, hi), (7, 28));
+    compile_fails(
+        "opset-new",
+        &m(hi + 1),
+        &[
+            "model.onnx",
+            "ai.onnx opset 29",
+            "newer",
+            "ai.onnx opsets 7 to 28",
+        ],
+    );
+    compile_fails(
+        "opset-old",
+        &m(lo - 1),
+        &[
+            "model.onnx",
+            "ai.onnx opset 6",
+            "older",
+            "ai.onnx opsets 7 to 28",
+        ],
+    );
+    compile_fails("opset-neg", &m(-1), &["ai.onnx opset -1", "7 to 28"]);
+    for v in [lo, hi] {
+        let d = strata::onnx::decode(&m(v), Path::new("edge.onnx")).unwrap();
+        strata::onnx::import(&d, &strata::ops::Registry::standard()).unwrap();
+    }
+}
+
 /// Window attributes near 2^63 are errors naming the node: the input
 /// extent a pool or conv gradient recovers from its window, and an input
 /// padded past 2^64, overflowed (a panic in debug builds; found by

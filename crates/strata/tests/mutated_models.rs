@@ -2,9 +2,11 @@
 //! own example models (`examples/import`, `examples/mlp`), decoded and
 //! changed field by field (op types, inputs and outputs, attributes, declared
 //! shapes and element types, initializers, node order, opset versions),
-//! compile to a lowered program or fail with an error, and never panic. The
-//! tests build with overflow checks, so an unchecked size product is a
-//! panic here (it found two: a `GlobalAveragePoolGrad` kernel_shape whose
+//! compile to a lowered program or fail with an error, and never panic
+//! (an extra or missing input, an opset outside the ones strata
+//! implements: an error naming the node or the model). The tests build
+//! with overflow checks, so an unchecked size product is a panic here (it
+//! found two: a `GlobalAveragePoolGrad` kernel_shape whose
 //! plane overflowed, and an axis of a scalar indexing an empty array). A
 //! byte-level fuzz of the decoder is `bad_input.rs`'s
 //! `corrupted_models_never_panic`.
@@ -195,7 +197,9 @@ fn mutate(m: &mut ModelProto, r: &mut strata::testing::Rng, ops: &[String]) -> S
             format!("node {i} removed")
         }
         _ => {
-            let v = [1, 7, 13, 17, 100, -1][r.below(6)];
+            // Mostly within the opsets strata implements (7 to 28, both
+            // forms of the opset-dependent ops), some outside (refused).
+            let v = [1, 7, 10, 12, 13, 17, 21, 28, 100, -1][r.below(10)];
             if let Some(o) = m.opset_import.first_mut() {
                 o.version = v;
             }

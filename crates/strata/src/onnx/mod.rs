@@ -15,6 +15,27 @@ use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
 use crate::ops::{Attr, Attribute, Attrs, OpInput, Registry};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 
+/// The versions of the default domain (`ai.onnx`) whose meaning strata
+/// implements for every op it supports; a model importing another is
+/// refused at decode. Other domains (`com.microsoft`, strata's own) are
+/// not checked: their ops have one version each.
+///
+/// - From 7 (ONNX 1.2): before it, Add, Sub, Mul, Div, Pow and Gemm
+///   broadcast only when a `broadcast` attribute asks (Add and the others
+///   the second operand along an `axis`), where strata implements the numpy
+///   broadcasting of opset 7 on; and Reshape took its shape as an attribute
+///   until 5. From 7 on, strata reads each op's form of every version: the
+///   attribute forms of Slice (< 10), Pad (< 11), Squeeze, Unsqueeze,
+///   ReduceSum and Split (< 13) and ReduceMean (< 18), and Softmax's 2-D
+///   coercion (< 13, `Attrs::opset`).
+/// - To 28, the newest released (ONNX 1.23). After 18 (ReduceMean's and
+///   Pad's `axes` inputs, Split's `num_outputs`: implemented) the ops strata
+///   implements changed only in the element types they admit, and in what
+///   strata refuses anyway: Pad's `wrap` mode and AveragePool's `dilations`
+///   (19), pool windows under `ceil_mode` (22); none changed in 26 to 28.
+///   A later opset may change a meaning strata does not know of.
+pub const AI_ONNX_OPSETS: std::ops::RangeInclusive<i64> = 7..=28;
+
 /// A decoded model: its graph proto and opset versions by domain.
 pub struct Model {
     pub proto: proto::ModelProto,
@@ -48,6 +69,20 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Model> {
         // Some exporters repeat a domain; the highest version wins.
         let v = opsets.entry(d).or_insert(o.version);
         *v = (*v).max(o.version);
+    }
+    if let Some(&v) = opsets.get("") {
+        if !AI_ONNX_OPSETS.contains(&v) {
+            let (lo, hi) = (AI_ONNX_OPSETS.start(), AI_ONNX_OPSETS.end());
+            let which = if v > *hi {
+                "newer than any strata knows"
+            } else {
+                "older than strata implements"
+            };
+            return Err(Error::Usage(format!(
+                "{}: the model imports ai.onnx opset {v}, {which}: strata implements ai.onnx opsets {lo} to {hi} (onnx.version_converter converts a model between them)",
+                path.display()
+            )));
+        }
     }
     Ok(Model { proto, opsets })
 }
