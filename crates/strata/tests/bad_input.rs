@@ -646,6 +646,56 @@ fn cross_entropy_grad_without_dy_takes_three_inputs() {
     );
 }
 
+/// An input that an attribute takes the place of (the form of older
+/// opsets: Squeeze's `axes`, Slice's `starts` and `ends`, ...) would be
+/// ignored: a node that gives both is an error naming the input and the
+/// attribute (it used to import, the input ignored).
+#[test]
+fn an_input_and_the_attribute_in_its_place_is_an_error() {
+    use strata::testing::attr_ints;
+    use strata::testing::onnx_build::i64_init;
+    let squeeze = model(
+        vec![node(
+            "Squeeze",
+            "",
+            &["x", "axes"],
+            &["y"],
+            vec![attr_ints("axes", &[0])],
+        )],
+        vec![value("x", 1, &[1, 2])],
+        vec![value("y", 1, &[2])],
+        vec![i64_init("axes", &[1], &[0])],
+    );
+    compile_fails(
+        "squeeze",
+        &squeeze,
+        &[
+            "node `Squeeze_y` (Squeeze)",
+            "input 1 is given as well as the `axes` attribute",
+        ],
+    );
+    let slice = model(
+        vec![node(
+            "Slice",
+            "",
+            &["x", "", "", "", "steps"],
+            &["y"],
+            vec![attr_ints("starts", &[0]), attr_ints("ends", &[1])],
+        )],
+        vec![value("x", 1, &[4])],
+        vec![value("y", 1, &[1])],
+        vec![i64_init("steps", &[1], &[2])],
+    );
+    compile_fails(
+        "slice",
+        &slice,
+        &[
+            "node `Slice_y` (Slice)",
+            "input 4 is given as well as the `starts` attribute",
+        ],
+    );
+}
+
 /// A model stamped with an ai.onnx opset strata does not implement is
 /// refused, naming the domain, the version and the range strata implements
 /// (`strata::onnx::AI_ONNX_OPSETS`); its ends are accepted.

@@ -2,8 +2,8 @@
 
 use super::util::{grad_pair_calls, grad_pair_eval, grad_pair_type, norm_axis};
 use super::{
-    arg, boxed, req, Alias, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands,
-    Registry, MS,
+    arg, boxed, replaced_by_attribute, req, Alias, Arg, Arity, Attrs, KernelCall, Op, OpError,
+    OpInput, Operands, Registry, MS,
 };
 use crate::tensor::{DType, Real, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -418,7 +418,10 @@ impl View {
             }
             ViewKind::Squeeze(attr) => {
                 let axes = match attr {
-                    Some(a) => Some(a.clone()),
+                    Some(a) => {
+                        replaced_by_attribute(inputs, 1..2, "axes")?;
+                        Some(a.clone())
+                    }
                     None => const_ints(inputs, 1, "Squeeze axes")?,
                 };
                 match axes {
@@ -445,7 +448,10 @@ impl View {
             }
             ViewKind::Unsqueeze(attr) => {
                 let axes = match attr {
-                    Some(a) => a.clone(),
+                    Some(a) => {
+                        replaced_by_attribute(inputs, 1..2, "axes")?;
+                        a.clone()
+                    }
                     None => const_ints(inputs, 1, "Unsqueeze axes")?
                         .ok_or_else(|| op_err!("Unsqueeze needs axes"))?,
                 };
@@ -589,7 +595,10 @@ impl Reduce {
     fn plan(&self, inputs: &[Option<OpInput<'_>>]) -> Result<ReducePlan, OpError> {
         let x = f32_input(inputs, 0)?;
         let axes = match &self.axes_attr {
-            Some(a) => Some(a.clone()),
+            Some(a) => {
+                replaced_by_attribute(inputs, 1..2, "axes")?;
+                Some(a.clone())
+            }
             None => const_ints(inputs, 1, "the reduction axes")?,
         };
         let rank = x.shape.len();

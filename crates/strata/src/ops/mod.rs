@@ -354,6 +354,25 @@ pub fn req<'a>(inputs: &[Option<OpInput<'a>>], i: usize) -> Result<OpInput<'a>, 
         .ok_or_else(|| op_err!("missing required input {i}"))
 }
 
+/// Refuse the inputs at `positions` when the attribute `attr` gives what
+/// they would (the form of the opsets before those inputs): the op reads
+/// the attribute and would ignore them.
+pub fn replaced_by_attribute(
+    inputs: &[Option<OpInput<'_>>],
+    positions: std::ops::Range<usize>,
+    attr: &str,
+) -> Result<(), OpError> {
+    match positions
+        .into_iter()
+        .find(|&i| inputs.get(i).copied().flatten().is_some())
+    {
+        Some(i) => Err(op_err!(
+            "input {i} is given as well as the `{attr}` attribute, which takes its place (the form of older opsets): give one or the other"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The tensor at `i` in a reference kernel, which must be present.
 pub fn arg<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, OpError> {
     inputs

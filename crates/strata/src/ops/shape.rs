@@ -8,7 +8,8 @@
 
 use super::util::{norm_axis, strides};
 use super::{
-    arg, boxed, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput, Operands, Registry, Slot,
+    arg, boxed, replaced_by_attribute, req, Arg, Arity, Attrs, KernelCall, Op, OpError, OpInput,
+    Operands, Registry, Slot,
 };
 use crate::tensor::{DType, Data, Tensor, TensorType};
 use crate::{ensure, op_err};
@@ -285,7 +286,10 @@ impl Slice {
             Ok(const_input(inputs, i, w)?.map(|t| t.to_i64()))
         };
         let (starts, ends, axes, steps) = match &self.attr {
-            Some((s, e, a)) => (s.clone(), e.clone(), a.clone(), None),
+            Some((s, e, a)) => {
+                replaced_by_attribute(inputs, 1..5, "starts")?;
+                (s.clone(), e.clone(), a.clone(), None)
+            }
             None => (
                 get(1, "Slice starts")?.ok_or_else(|| op_err!("Slice needs starts"))?,
                 get(2, "Slice ends")?.ok_or_else(|| op_err!("Slice needs ends"))?,
@@ -467,7 +471,10 @@ impl Split {
         let a = norm_axis(self.axis, x.shape.len())?;
         let d = x.shape[a];
         let sizes: Vec<usize> = match (&self.split, const_input(inputs, 1, "Split sizes")?) {
-            (Some(s), _) => s.iter().map(|&v| v as usize).collect(),
+            (Some(s), _) => {
+                replaced_by_attribute(inputs, 1..2, "split")?;
+                s.iter().map(|&v| v as usize).collect()
+            }
             (None, Some(t)) => t.to_i64().iter().map(|&v| v as usize).collect(),
             (None, None) => {
                 let n = self.num_outputs.map(|v| v as usize).unwrap_or(n_out);
@@ -690,7 +697,10 @@ impl Pad {
         let x = req(inputs, 0)?.ty;
         let r = x.shape.len();
         let (pads, value, axes) = match &self.pads_attr {
-            Some(p) => (p.clone(), self.value_attr, None),
+            Some(p) => {
+                replaced_by_attribute(inputs, 1..4, "pads")?;
+                (p.clone(), self.value_attr, None)
+            }
             None => {
                 let p = const_input(inputs, 1, "Pad pads")?
                     .ok_or_else(|| op_err!("Pad needs pads"))?
