@@ -434,6 +434,10 @@ const RESTART_BASE: u64 = 2000;
 /// peak (about 63k nodes instead of 23k).
 const PRE_PER_BUFFER: u64 = 8;
 
+/// Rungs (1% apart above the goal) a minimising search tries to fit at
+/// before its runs at the cap (`run_skyline_one`).
+const RUNGS: u64 = 8;
+
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (1-based).
 fn luby(i: u64) -> u64 {
     let mut k = 1;
@@ -786,6 +790,86 @@ fn run_skyline_one(
             }
         }
     }
+    // Minimising without a capacity to meet first, and the goal missed:
+    // before the runs at the cap, fit at rungs 1%, 2%, ... `RUNGS`% above
+    // the goal, lowest first, each with the four runs a fit would start
+    // with (both directions, both branching modes, twice the base budget);
+    // the first rung that fits becomes the cap, and a rung whose space is
+    // exhausted proves its target as a probe does (the goal rises). A
+    // fit's first runs often succeed where the descent from the greedy
+    // peak stalls above: J fits at 1,039,360 in 7,443 nodes (0.01 s),
+    // where minimising ended at 1,042,432-1,050,624 (1,025 KiB mostly) in
+    // 2 s on two threads, and at 1,139,712 within 100k nodes on one; with
+    // the rungs, 1,037,312 on every 2 s run and 1,039,360 within 100k
+    // nodes (tests/shared.rs). Where no rung fits (D) they cost 128k
+    // nodes: on one thread D then ends higher within 100k and 300k nodes
+    // (1,291,264 and 1,132,544 against 1,156,096 and 1,107,968), about
+    // the same within 1M (1,040,384 against 1,038,336), and at 1,028,096
+    // in 2 s as before. The tight instances (their rungs fit, at 2-7%)
+    // reach their bound 0.05-0.1 s later: B, E, F, I in 0.24-0.42 s
+    // against 0.15-0.29 s, five runs each beside a concurrent C build.
+    if cap > goal && !fit_first {
+        'rungs: for k in 1..=RUNGS {
+            let target = (goal + (goal / 100).max(1) * k).next_multiple_of(unit);
+            if target >= fwd.cap.min(bwd.cap) {
+                break;
+            }
+            for r in 0..4u32 {
+                let d = if r < 2 { &mut fwd } else { &mut bwd };
+                let kept = d.cap;
+                d.cap = target;
+                d.set_order(v0);
+                d.mode = (r % 2) ^ flip as u32;
+                d.level = d.mode == 1 && tight;
+                d.begin_run(2 * base);
+                let found = d.run();
+                if debug() {
+                    eprintln!("rung {k} at {target}: run {r}, found {found}");
+                }
+                if !found {
+                    d.cap = kept;
+                }
+                if !found && !d.aborted && !d.timed_out && !d.halted {
+                    // Exhausted: nothing fits at the rung, a proof as a
+                    // probe's; the next rung up is the next to try.
+                    proof = (target + 1).next_multiple_of(unit);
+                    goal = proof;
+                    fwd.goal = goal;
+                    bwd.goal = goal;
+                    gen.goal = goal;
+                    if goal > fwd.cap.min(bwd.cap) {
+                        break 'rungs;
+                    }
+                    continue 'rungs;
+                }
+                if found || d.timed_out || d.halted {
+                    if let (Some(s), true) = (sh, found) {
+                        s.cap.fetch_min(d.cap, Ordering::Relaxed);
+                    }
+                    break 'rungs;
+                }
+            }
+        }
+        // The main loop carries the cap and the best placement over from
+        // one direction to the other; a rung placement at the goal, or a
+        // goal proven above the cap (the incumbent is at the bound), ends
+        // here.
+        for d in [&fwd, &bwd] {
+            if d.best.as_ref().is_some_and(|b| b.0 <= goal) || goal > fwd.cap.min(bwd.cap) {
+                if let Some(s) = sh {
+                    s.halt.store(true, Ordering::Relaxed);
+                }
+                return GroupResult {
+                    gid: d.gid.clone(),
+                    best: d.best.clone(),
+                    exhausted: false,
+                    proof,
+                    cap: goal,
+                    timed_out: false,
+                };
+            }
+        }
+    }
     let mut run = 0u32;
     // Minimising (the cap starts above the goal): every other run is a
     // probe at the goal itself, the run a fit at that capacity would make
@@ -1118,7 +1202,7 @@ mod tests {
             (7 * unit, 7 * unit, true)
         );
         // One byte more on one buffer breaks the gcd: each exhausted probe
-        // proves one byte more, and the probes climb from the goal.
+        // proves one byte more, and the probes and rungs climb from the goal.
         let mut q = gadget(unit);
         q.buffers[0].size += 1;
         let deadline = Deadline::new(
@@ -1129,5 +1213,10 @@ mod tests {
         let g = run_skyline_one(&q, &members, deadline, (9 * unit, false), lb, 0, None);
         let best = g.best.as_ref().map_or(9 * unit, |b| b.0);
         assert!(g.proof > lb && g.proof <= best, "{} {lb} {best}", g.proof);
+        // The rungs above the goal that run out of space prove their own
+        // targets: more than the first rung (1% above the bound), where
+        // the probes alone climbed a byte at a time (the optimum is 7
+        // units, and rungs up to 7,119 bytes are exhausted).
+        assert!(g.proof > lb + lb / 100, "{} {lb}", g.proof);
     }
 }
