@@ -65,6 +65,51 @@ fn compile_fails(name: &str, onnx: &[u8], needles: &[&str]) {
     );
 }
 
+/// One default-domain node `op` from `x` (float, shape `xs`, and the
+/// initializers) to `y` (float, shape `ys`).
+fn one_node(
+    op: &str,
+    inputs: &[&str],
+    attrs: Vec<strata::ops::Attribute>,
+    (xs, ys): (&[i64], &[i64]),
+    inits: Vec<strata::onnx::proto::TensorProto>,
+) -> Vec<u8> {
+    model(
+        vec![node(op, "", inputs, &["y"], attrs)],
+        vec![value("x", 1, xs)],
+        vec![value("y", 1, ys)],
+        inits,
+    )
+}
+
+/// [`compile_fails`] for each (name, model, needles).
+fn all_fail(cases: Vec<(&str, Vec<u8>, &[&str])>) {
+    for (name, m, needles) in cases {
+        compile_fails(name, &m, needles);
+    }
+}
+
+/// An AveragePoolGrad (com.microsoft) from `dy` to `dx` under a square
+/// window of (size, stride).
+fn avg_pool_grad((k, stride): (i64, i64), dy: &[i64], dx: &[i64]) -> Vec<u8> {
+    use strata::testing::attr_ints;
+    model(
+        vec![node(
+            "AveragePoolGrad",
+            "com.microsoft",
+            &["dy"],
+            &["dx"],
+            vec![
+                attr_ints("kernel_shape", &[k, k]),
+                attr_ints("strides", &[stride, stride]),
+            ],
+        )],
+        vec![value("dy", 1, dy)],
+        vec![value("dx", 1, dx)],
+        vec![],
+    )
+}
+
 fn example_onnx() -> Vec<u8> {
     std::fs::read(workspace().join("examples/mlp/mlp_train/network.onnx")).unwrap()
 }
@@ -402,24 +447,7 @@ fn unsupported_conv_attributes_name_the_node() {
 /// to 4 with a 3-wide window at stride 2.
 #[test]
 fn declared_output_shape_that_disagrees_is_an_error() {
-    use strata::testing::attr_ints;
-    let grad = |dx: &[i64]| {
-        model(
-            vec![node(
-                "AveragePoolGrad",
-                "com.microsoft",
-                &["dy"],
-                &["dx"],
-                vec![
-                    attr_ints("kernel_shape", &[3, 3]),
-                    attr_ints("strides", &[2, 2]),
-                ],
-            )],
-            vec![value("dy", 1, &[1, 1, 4, 4])],
-            vec![value("dx", 1, dx)],
-            vec![],
-        )
-    };
+    let grad = |dx: &[i64]| avg_pool_grad((3, 2), &[1, 1, 4, 4], dx);
     compile_fails(
         "declared",
         &grad(&[1, 1, 10, 10]),
@@ -508,82 +536,64 @@ fn an_axis_of_a_scalar_is_an_error() {
 /// required input given as an empty name is missing.
 #[test]
 fn more_inputs_than_the_op_reads_is_an_error() {
-    let pow = model(
-        vec![node("Pow", "", &["x", "e", "x"], &["y"], vec![])],
-        vec![value("x", 1, &[2, 2])],
-        vec![value("y", 1, &[2, 2])],
-        vec![f32_init("e", &[], &[2.0])],
+    let one =
+        |op: &str, inputs: &[&str], inits| one_node(op, inputs, vec![], (&[2, 2], &[2, 2]), inits);
+    // The constant `c` from a Constant node that is given an input.
+    let constant = node(
+        "Constant",
+        "",
+        &["x"],
+        &["c"],
+        vec![strata::ops::Attribute::new(
+            "value_float",
+            strata::ops::Attr::Float(1.0),
+        )],
     );
-    compile_fails(
-        "pow3",
-        &pow,
-        &["node `Pow_y` (Pow)", "has 3 inputs; Pow takes 2"],
-    );
-    let relu = model(
-        vec![node("Relu", "", &["x", "x"], &["y"], vec![])],
+    let with_constant = model(
+        vec![constant, node("Add", "", &["x", "c"], &["y"], vec![])],
         vec![value("x", 1, &[2, 2])],
         vec![value("y", 1, &[2, 2])],
         vec![],
     );
-    compile_fails(
-        "relu2",
-        &relu,
-        &["node `Relu_y` (Relu)", "has 2 inputs; Relu takes 1"],
-    );
-    // An op with optional inputs: Gemm takes A, B and an optional C.
-    let gemm = model(
-        vec![node("Gemm", "", &["x", "w", "b", "b"], &["y"], vec![])],
-        vec![value("x", 1, &[2, 3])],
-        vec![value("y", 1, &[2, 4])],
-        vec![
-            f32_init("w", &[3, 4], &[0.0; 12]),
-            f32_init("b", &[4], &[0.0; 4]),
-        ],
-    );
-    compile_fails(
-        "gemm4",
-        &gemm,
-        &["node `Gemm_y` (Gemm)", "has 4 inputs; Gemm takes 2 to 3"],
-    );
-    // A Constant takes none.
-    let constant = model(
-        vec![
-            node(
-                "Constant",
-                "",
-                &["x"],
-                &["c"],
-                vec![strata::ops::Attribute::new(
-                    "value_float",
-                    strata::ops::Attr::Float(1.0),
-                )],
+    all_fail(vec![
+        (
+            "pow3",
+            one("Pow", &["x", "e", "x"], vec![f32_init("e", &[], &[2.0])]),
+            &["node `Pow_y` (Pow)", "has 3 inputs; Pow takes 2"],
+        ),
+        (
+            "relu2",
+            one("Relu", &["x", "x"], vec![]),
+            &["node `Relu_y` (Relu)", "has 2 inputs; Relu takes 1"],
+        ),
+        // Gemm takes A, B and an optional C.
+        (
+            "gemm4",
+            one(
+                "Gemm",
+                &["x", "w", "b", "b"],
+                vec![
+                    f32_init("w", &[2, 2], &[0.5; 4]),
+                    f32_init("b", &[2], &[0.0; 2]),
+                ],
             ),
-            node("Add", "", &["x", "c"], &["y"], vec![]),
-        ],
-        vec![value("x", 1, &[2, 2])],
-        vec![value("y", 1, &[2, 2])],
-        vec![],
-    );
-    compile_fails(
-        "const1",
-        &constant,
-        &["(Constant)", "has 1 input; Constant takes 0"],
-    );
-    // A required input given as an empty name is absent.
-    let add = model(
-        vec![node("Add", "", &["", "x"], &["y"], vec![])],
-        vec![value("x", 1, &[2, 2])],
-        vec![value("y", 1, &[2, 2])],
-        vec![],
-    );
-    compile_fails(
-        "add-empty",
-        &add,
-        &[
-            "node `Add_y` (Add)",
-            "missing required input 0; Add takes 2",
-        ],
-    );
+            &["node `Gemm_y` (Gemm)", "has 4 inputs; Gemm takes 2 to 3"],
+        ),
+        (
+            "const1",
+            with_constant,
+            &["(Constant)", "has 1 input; Constant takes 0"],
+        ),
+        // A required input given as an empty name is absent.
+        (
+            "add-empty",
+            one("Add", &["", "x"], vec![]),
+            &[
+                "node `Add_y` (Add)",
+                "missing required input 0; Add takes 2",
+            ],
+        ),
+    ]);
 }
 
 /// Empty names after a node's last input are absent inputs: they do not
@@ -654,46 +664,36 @@ fn cross_entropy_grad_without_dy_takes_three_inputs() {
 fn an_input_and_the_attribute_in_its_place_is_an_error() {
     use strata::testing::attr_ints;
     use strata::testing::onnx_build::i64_init;
-    let squeeze = model(
-        vec![node(
-            "Squeeze",
-            "",
-            &["x", "axes"],
-            &["y"],
-            vec![attr_ints("axes", &[0])],
-        )],
-        vec![value("x", 1, &[1, 2])],
-        vec![value("y", 1, &[2])],
-        vec![i64_init("axes", &[1], &[0])],
-    );
-    compile_fails(
-        "squeeze",
-        &squeeze,
-        &[
-            "node `Squeeze_y` (Squeeze)",
-            "input 1 is given as well as the `axes` attribute",
-        ],
-    );
-    let slice = model(
-        vec![node(
-            "Slice",
-            "",
-            &["x", "", "", "", "steps"],
-            &["y"],
-            vec![attr_ints("starts", &[0]), attr_ints("ends", &[1])],
-        )],
-        vec![value("x", 1, &[4])],
-        vec![value("y", 1, &[1])],
-        vec![i64_init("steps", &[1], &[2])],
-    );
-    compile_fails(
-        "slice",
-        &slice,
-        &[
-            "node `Slice_y` (Slice)",
-            "input 4 is given as well as the `starts` attribute",
-        ],
-    );
+    all_fail(vec![
+        (
+            "squeeze",
+            one_node(
+                "Squeeze",
+                &["x", "axes"],
+                vec![attr_ints("axes", &[0])],
+                (&[1, 2], &[2]),
+                vec![i64_init("axes", &[1], &[0])],
+            ),
+            &[
+                "node `Squeeze_y` (Squeeze)",
+                "input 1 is given as well as the `axes` attribute",
+            ],
+        ),
+        (
+            "slice",
+            one_node(
+                "Slice",
+                &["x", "", "", "", "steps"],
+                vec![attr_ints("starts", &[0]), attr_ints("ends", &[1])],
+                (&[4], &[1]),
+                vec![i64_init("steps", &[1], &[2])],
+            ),
+            &[
+                "node `Slice_y` (Slice)",
+                "input 4 is given as well as the `starts` attribute",
+            ],
+        ),
+    ]);
 }
 
 /// A model stamped with an ai.onnx opset strata does not implement is
@@ -748,23 +748,7 @@ fn unimplemented_opsets_are_refused() {
 #[test]
 fn windows_past_any_size_are_errors() {
     use strata::testing::attr_ints;
-    let pool_grad = |stride: i64| {
-        model(
-            vec![node(
-                "AveragePoolGrad",
-                "com.microsoft",
-                &["dy"],
-                &["dx"],
-                vec![
-                    attr_ints("kernel_shape", &[1, 1]),
-                    attr_ints("strides", &[stride, stride]),
-                ],
-            )],
-            vec![value("dy", 1, &[1, 1, 4, 4])],
-            vec![value("dx", 1, &[1, 1, 4, 4])],
-            vec![],
-        )
-    };
+    let pool_grad = |stride: i64| avg_pool_grad((1, stride), &[1, 1, 4, 4], &[1, 1, 4, 4]);
     compile_fails(
         "stride-max",
         &pool_grad(i64::MAX),
