@@ -504,6 +504,29 @@ fn outputs_too_large_name_the_node() {
     );
 }
 
+/// An empty tensor whose other dimensions span more than a device holds
+/// is refused where it is declared: the ops multiply those dimensions
+/// (Gemm's rows by its inner dimension overflowed in a debug build; found
+/// by `mutated_models.rs`).
+#[test]
+fn empty_tensors_with_huge_dimensions_are_errors() {
+    let huge = 1i64 << 33;
+    let m = model(
+        vec![node("MatMul", "", &["a", "b"], &["y"], vec![])],
+        vec![value("a", 1, &[0, huge, huge]), value("b", 1, &[huge, 2])],
+        vec![value("y", 1, &[0, huge, 2])],
+        vec![],
+    );
+    compile_fails(
+        "empty-huge",
+        &m,
+        &[
+            "`a` with shape [0, 8589934592, 8589934592]",
+            "its dimensions other than 0 span more than 1099511627776 bytes",
+        ],
+    );
+}
+
 /// A scalar has no axis: reducing one over axis 0 is an error naming the
 /// node (it used to pass the axis check and index an empty array; found by
 /// `mutated_models.rs`).

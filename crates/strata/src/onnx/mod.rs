@@ -218,11 +218,24 @@ fn declared_type(v: &proto::ValueInfoProto) -> Option<(Option<DType>, Vec<usize>
 /// Reject shapes whose byte size overflows or exceeds anything a device holds.
 fn checked_size(name: &str, shape: &[usize], dtype: DType) -> Result<usize, String> {
     const MAX_BYTES: usize = 1 << 40;
-    let bytes = shape
+    // The dimensions other than 0 are held to the limit too: an empty
+    // tensor of shape [0, 2^40, 2^40] has no bytes, but the ops multiply
+    // its other dimensions (Gemm's rows by columns), which overflowed.
+    let nonzero = shape
         .iter()
-        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
-        .filter(|&b| b <= MAX_BYTES);
-    bytes.ok_or_else(|| format!("`{name}` with shape {shape:?} is larger than {MAX_BYTES} bytes"))
+        .filter(|&&d| d != 0)
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d));
+    if nonzero.is_none_or(|b| b > MAX_BYTES) {
+        let what = if shape.contains(&0) {
+            ": its dimensions other than 0 span more than"
+        } else {
+            " is larger than"
+        };
+        return Err(format!(
+            "`{name}` with shape {shape:?}{what} {MAX_BYTES} bytes"
+        ));
+    }
+    Ok(shape.iter().product::<usize>() * dtype.size())
 }
 
 /// A node's attributes as the ops read them. Each keeps its declared
