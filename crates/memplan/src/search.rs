@@ -575,6 +575,31 @@ struct GroupResult {
     timed_out: bool,
 }
 
+impl GroupResult {
+    /// A search that ends before its runs at the cap: `d`'s placement (at
+    /// the goal, or none), with what the probes proved; `halt` stops the
+    /// other threads of the portfolio.
+    fn early(
+        d: &crate::skyline::Sky,
+        sh: Option<&Shared>,
+        proof: u64,
+        goal: u64,
+        halt: bool,
+    ) -> Self {
+        if let (Some(s), true) = (sh, halt) {
+            s.halt.store(true, Ordering::Relaxed);
+        }
+        GroupResult {
+            gid: d.gid.clone(),
+            best: d.best.clone(),
+            exhausted: false,
+            proof,
+            cap: goal,
+            timed_out: d.timed_out,
+        }
+    }
+}
+
 /// Experiment knob from the environment (restart base, first order
 /// variant, branching mode); the default when unset.
 fn knob(name: &str, default: u64) -> u64 {
@@ -757,19 +782,7 @@ fn run_skyline_one(
         }
         if let Some(k) = hit {
             let d = if k == 0 { &fwd } else { &bwd };
-            if let Some(s) = sh {
-                if d.best.is_some() {
-                    s.halt.store(true, Ordering::Relaxed);
-                }
-            }
-            return GroupResult {
-                gid: d.gid.clone(),
-                best: d.best.clone(),
-                exhausted: false,
-                proof,
-                cap: goal,
-                timed_out: d.timed_out,
-            };
+            return GroupResult::early(d, sh, proof, goal, d.best.is_some());
         }
         if proof > 0 {
             goal = proof;
@@ -856,17 +869,7 @@ fn run_skyline_one(
         // here.
         for d in [&fwd, &bwd] {
             if d.best.as_ref().is_some_and(|b| b.0 <= goal) || goal > fwd.cap.min(bwd.cap) {
-                if let Some(s) = sh {
-                    s.halt.store(true, Ordering::Relaxed);
-                }
-                return GroupResult {
-                    gid: d.gid.clone(),
-                    best: d.best.clone(),
-                    exhausted: false,
-                    proof,
-                    cap: goal,
-                    timed_out: false,
-                };
+                return GroupResult::early(d, sh, proof, goal, true);
             }
         }
     }
