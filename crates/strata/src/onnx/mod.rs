@@ -426,10 +426,13 @@ pub fn import_into(
             msg,
         };
         let attrs = attributes(&np.attribute).map_err(nerr)?;
+        // The inputs up to the last one given, and which of them are given
+        // (an empty name is an absent optional input), for the arity check.
+        let given = present_inputs(&np.input);
+        let is_given: Vec<bool> = given.iter().map(|i| !i.is_empty()).collect();
         if np.op_type == "Constant" && crate::ops::canonical_domain(&np.domain).is_empty() {
-            let given = present_inputs(&np.input);
             crate::ops::Arity::exactly(0)
-                .check("Constant", &vec![true; given.len()])
+                .check("Constant", &is_given)
                 .map_err(nerr)?;
             let v = constant_value(&attrs).map_err(nerr)?;
             let out = np
@@ -467,13 +470,7 @@ pub fn import_into(
             .get(crate::ops::canonical_domain(&np.domain))
             .copied()
             .unwrap_or(i64::MAX);
-        let given = present_inputs(&np.input);
-        def.arity
-            .check(
-                &np.op_type,
-                &given.iter().map(|i| !i.is_empty()).collect::<Vec<_>>(),
-            )
-            .map_err(nerr)?;
+        def.arity.check(&np.op_type, &is_given).map_err(nerr)?;
         let op = (def.parse)(&Attrs::with_opset(&attrs, opset)).map_err(|e| nerr(e.0))?;
         let mut ins = Vec::with_capacity(given.len());
         for i in given {
