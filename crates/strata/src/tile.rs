@@ -2010,6 +2010,88 @@ fn tile_op(
     }
 }
 
+/// A phase's tile space: its own, or (no tiling rule) one tile of whole tensors.
+fn phase_space(n: &Node, g: &Graph, ph: &Phase) -> Space {
+    ph.space.clone().unwrap_or_else(|| Space {
+        dims: vec![],
+        parallel: vec![],
+        inputs: n
+            .inputs
+            .iter()
+            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
+            .collect(),
+        outputs: n
+            .outputs
+            .iter()
+            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// Whether every output of node `n` is a view of an input (no kernel, no tiles).
+fn is_view(n: &Node) -> bool {
+    n.outputs.iter().enumerate().all(|(o, t)| {
+        t.is_none()
+            || n.op
+                .aliases()
+                .iter()
+                .any(|a| a.output == o && a.kind == AliasKind::View)
+    })
+}
+
+/// The L1 bytes of node `n`'s smallest tile (single-buffered, its largest
+/// phase), and whether that phase has no tiling rule (one whole tile).
+fn least_l1(n: &Node, g: &Graph) -> (u64, bool) {
+    let mut worst = (0u64, false);
+    for ph in phases(n, g) {
+        let sp = phase_space(n, g, &ph);
+        let least = choose(n, g, &ph, &sp, 0, Buffering::Single, &Platform::default())
+            .err()
+            .unwrap_or(0);
+        if least > worst.0 {
+            worst = (least, ph.space.is_none());
+        }
+    }
+    worst
+}
+
+/// The error for an L1 of `l1` bytes that some node's smallest tile does
+/// not fit: it names the node whose smallest tile is largest, so the bytes
+/// it gives are what the whole program needs (not only the first node
+/// lowered that does not fit).
+fn l1_shortfall(p: &Program, l1: u64) -> Error {
+    let g = &p.graph;
+    let (mut need, mut at) = (0u64, None);
+    for n in g.nodes.iter().filter(|n| !is_view(n)) {
+        let (least, whole) = least_l1(n, g);
+        if least > need {
+            (need, at) = (least, Some((n, whole)));
+        }
+    }
+    let what = match at {
+        Some((n, whole)) => format!(
+            "node `{}`, {}: its smallest tile{}, the largest of any node",
+            n.name,
+            n.op_type,
+            if whole {
+                ", the whole op: no tiling rule splits it"
+            } else {
+                ""
+            }
+        ),
+        None => "no node's smallest tile".into(),
+    };
+    Error::DoesNotFit {
+        level: format!("L1 ({what})"),
+        needed: need,
+        capacity: l1,
+        missing: need.saturating_sub(l1),
+        proven: true,
+        lower_bound: need,
+    }
+}
+
 /// How one phase was lowered.
 struct PhaseOut {
     tiles: u32,
@@ -2052,21 +2134,7 @@ fn lower_phase(
         ph.outputs,
         ph.shape_only
     );
-    let sp = ph.space.clone().unwrap_or_else(|| Space {
-        dims: vec![],
-        parallel: vec![],
-        inputs: n
-            .inputs
-            .iter()
-            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
-            .collect(),
-        outputs: n
-            .outputs
-            .iter()
-            .map(|t| t.map(|t| vec![None; g.ty(t).shape.len()]))
-            .collect(),
-        ..Default::default()
-    });
+    let sp = phase_space(n, g, ph);
     // Candidates: the model's best few double-buffered tilings (when asked
     // for) and its best single-buffered ones; each is emitted and timed by
     // the simulator's clock, and the fastest wins (the requested buffering
@@ -2090,34 +2158,16 @@ fn lower_phase(
         });
     }
     let mut cands: Vec<(Buffering, Choice)> = Vec::new();
-    let mut need = u64::MAX;
     for b in [opt.buffering, Buffering::Single] {
         if cands.iter().any(|(cb, _)| *cb == b) {
             continue;
         }
-        match choose(n, g, ph, &sp, l1, b, &opt.platform) {
-            Ok(v) => cands.extend(v.into_iter().map(|c| (b, c))),
-            Err(least) => need = need.min(least),
+        if let Ok(v) = choose(n, g, ph, &sp, l1, b, &opt.platform) {
+            cands.extend(v.into_iter().map(|c| (b, c)));
         }
     }
     if cands.is_empty() {
-        return Err(Error::DoesNotFit {
-            level: format!(
-                "L1 (node `{}`, {}: its smallest tile{})",
-                n.name,
-                n.op_type,
-                if ph.space.is_none() {
-                    ", the whole op: no tiling rule splits it"
-                } else {
-                    ""
-                }
-            ),
-            needed: need,
-            capacity: l1,
-            missing: need.saturating_sub(l1),
-            proven: true,
-            lower_bound: need,
-        });
+        return Err(l1_shortfall(p, l1));
     }
     let mut best: Option<(f64, String, Buffering, Tiling)> = None;
     for (k, (buffering, (t, st, _))) in cands.into_iter().enumerate() {
@@ -2483,14 +2533,7 @@ pub fn lower_with(
             train_end = steps.len();
         }
         let start = steps.len();
-        let view = n.outputs.iter().enumerate().all(|(o, t)| {
-            t.is_none()
-                || n.op
-                    .aliases()
-                    .iter()
-                    .any(|a| a.output == o && a.kind == AliasKind::View)
-        });
-        if view {
+        if is_view(n) {
             tilings.push(NodeTiling {
                 node: n.name.clone(),
                 op_type: n.op_type.clone(),

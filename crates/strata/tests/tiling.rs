@@ -93,6 +93,37 @@ fn a_tile_that_does_not_fit_is_a_clear_error() {
     assert!(m.contains("short"), "{m}");
 }
 
+/// The L1 a too-small budget's error asks for is what the whole program
+/// needs: the node named is the one whose smallest tile is largest, not the
+/// first one lowered that does not fit (examples/mlp's first Gemm, where its
+/// loss needs more; cnn_deep's first Conv, where a later one needs more).
+/// At that figure the program trains; one byte less names the same node.
+#[test]
+fn a_too_small_l1_asks_for_what_the_whole_program_needs() {
+    let reg = Registry::standard();
+    let need = |dir: &Path, l1: u64| -> (u64, String) {
+        let e = driver::check_for(dir, Engine::Sim, &target(l1, Buffering::Double), None, &reg)
+            .expect_err("L1 too small")
+            .to_string();
+        let n = e
+            .split("needs at least ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in: {e}"));
+        let node = e.split('`').nth(1).unwrap_or_default().to_string();
+        (n, node)
+    };
+    for m in ["mlp", "ort/cnn_deep"] {
+        let dir = workspace().join("examples").join(m);
+        let (n, node) = need(&dir, 100);
+        let r = driver::check_for(&dir, Engine::Sim, &target(n, Buffering::Double), None, &reg)
+            .unwrap_or_else(|e| panic!("{m}: the error asked for {n} bytes of L1, but: {e}"));
+        assert!(r.ok, "{m} at L1 = {n}");
+        assert_eq!(need(&dir, n - 1), (n, node), "{m} one byte short");
+    }
+}
+
 fn lowered(dir: &Path, l1: u64, b: Buffering) -> (strata::program::Program, lir::Lir) {
     let reg = Registry::standard();
     let f = strata::fixture::load(dir, &reg).unwrap();
