@@ -128,13 +128,78 @@ pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)>
     // The tiles come from a lowering with everything at the default level
     // (each node's tiling timed with its transfers from there); the same
     // choices tile the final program, so its staging is what was reserved.
-    let opt = target.lowering();
-    let mut choices = tile::Choices::default();
-    let dry = tile::lower_with(p, &plan::flat(p, target.default_level), &opt, &mut choices)?;
-    let plan = choose_homes(p, &dry, target)?;
-    let lir = tile::lower_with(p, &plan, &opt, &mut choices)?;
-    lir::check(&lir, &tile::const_sizes(p))?;
-    Ok((plan, lir))
+    // Tiles of L3 tensors are staged in L2, so the L1 budget the tiles are
+    // chosen for sets the staging: where L2 cannot hold it (or the rest
+    // beside it), the tiles are chosen again for half the budget, and so
+    // on down to the least budget that holds every node's smallest tile;
+    // the error, when none fits, is the one of the smallest tiles.
+    let mut opt = target.lowering();
+    let mut short: Option<Error> = None;
+    // The largest budget known not to hold some node's smallest tile.
+    let mut too_small = 0u64;
+    loop {
+        let mut choices = tile::Choices::default();
+        let flat = plan::flat(p, target.default_level);
+        let dry = match tile::lower_with(p, &flat, &opt, &mut choices) {
+            Ok(dry) => dry,
+            Err(Error::DoesNotFit { needed, .. })
+                if short.is_some() && opt.l1.is_some_and(|l1| l1 < needed) =>
+            {
+                // Halved below a node's smallest tile: try that tile's size.
+                too_small = opt.l1.unwrap_or(0);
+                opt.l1 = Some(needed);
+                continue;
+            }
+            Err(e) => return Err(short.unwrap_or(e)),
+        };
+        let budget = Target {
+            l1: opt.l1,
+            ..target.clone()
+        };
+        match choose_homes(p, &dry, &budget) {
+            Ok(plan) => {
+                let lir = tile::lower_with(p, &plan, &opt, &mut choices)?;
+                lir::check(&lir, &tile::const_sizes(p))?;
+                return Ok((plan, lir));
+            }
+            Err(Error::DoesNotFit {
+                level,
+                needed,
+                capacity,
+                missing,
+                proven,
+                lower_bound,
+            }) if level.starts_with("L2") && opt.l1.is_some() => {
+                let l1 = opt.l1.unwrap_or(0);
+                let least = l1 / 2 <= too_small;
+                let level = match level.strip_suffix(')') {
+                    Some(l) => format!(
+                        "{l}; its tiles chosen for {l1} bytes of L1{})",
+                        if least {
+                            ", the least that holds every node's smallest tile"
+                        } else {
+                            ""
+                        }
+                    ),
+                    None => level,
+                };
+                let e = Error::DoesNotFit {
+                    level,
+                    needed,
+                    capacity,
+                    missing,
+                    proven,
+                    lower_bound,
+                };
+                if least {
+                    return Err(e);
+                }
+                short = Some(e);
+                opt.l1 = Some(l1 / 2);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Choose which storage groups live in L3 and plan both levels.

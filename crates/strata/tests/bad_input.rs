@@ -304,12 +304,14 @@ fn program_larger_than_its_levels_names_level_and_missing_bytes() {
         "{err} (lower bound {lb})"
     );
     assert!(!out.exists());
-    // L2 smaller than the staging one node needs: the node, the level and the bytes.
+    // L2 smaller than the staging one node needs even with its smallest
+    // tiles: the node, the level, the L1 the tiles were chosen for and the
+    // bytes. (At 1,000 bytes it trains: smaller tiles, tests/levels.rs.)
     let (code, err) = strata(&[
         "compile",
         ex.to_str().unwrap(),
         "--l2",
-        "1000",
+        "100",
         "-o",
         out.to_str().unwrap(),
     ]);
@@ -317,7 +319,8 @@ fn program_larger_than_its_levels_names_level_and_missing_bytes() {
     assert!(
         err.contains("memory level L2 (node `")
             && err.contains("staging")
-            && err.contains("holds 1000")
+            && err.contains("bytes of L1")
+            && err.contains("holds 100")
             && err.contains("bytes short"),
         "{err}"
     );

@@ -211,6 +211,42 @@ fn what_does_not_fit_l2_goes_to_l3() {
     }
 }
 
+/// The staging of L3 tiles in L2 follows the L1 budget the tiles are
+/// chosen for: where L2 cannot hold the staging of the default L1's tiles,
+/// smaller tiles are chosen (examples/mlp at L2 = 4,000 and ort/cnn at
+/// 2,000 stage 8 KB and 5 KB of tiles at L1 = 128,000, and were refused as
+/// "needs at least" that much); the program trains, sim and C. Where no
+/// tiles fit, the error says which L1 its tiles were chosen for.
+#[test]
+fn smaller_tiles_where_l2_cannot_stage_the_default_ones() {
+    let ex = workspace().join("examples");
+    for (m, l2) in [("mlp", 4_000u64), ("ort/cnn", 2_000)] {
+        let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
+        t.l2 = l2;
+        let r = check_cell(&ex.join(m), &t, m == "mlp");
+        assert!(r.arena_bytes["L2"] <= l2, "{m}: {:?}", r.arena_bytes);
+        assert!(r.arena_bytes.get("L3").is_some_and(|&b| b > 0));
+    }
+    let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
+    t.l2 = 100;
+    let e = driver::check_for(
+        &ex.join("mlp"),
+        Engine::Sim,
+        &t,
+        None,
+        &Registry::standard(),
+    )
+    .expect_err("100 bytes of L2 stage no tile")
+    .to_string();
+    assert!(
+        e.contains("memory level L2 (node `")
+            && e.contains("staging")
+            && e.contains("bytes of L1, the least that holds every node's smallest tile")
+            && e.contains("holds 100"),
+        "{e}"
+    );
+}
+
 /// The untiled baseline: every op one tile of whole tensors out of L2,
 /// tensors in L3 staged whole; no L1 arena; each op's L1 need reported;
 /// its kernels pay L2 access.
