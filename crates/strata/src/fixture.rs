@@ -79,7 +79,12 @@ pub struct Results {
 }
 
 fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
-    let arrays = npz::read_npz_file(path).map_err(|e| Error::data(path, e.to_string()))?;
+    // The error names the file itself: say it once, not as a prefix again.
+    let arrays = npz::read_npz_file(path).map_err(|e| match e {
+        npz::NpzError::File { error, .. } => Error::data(path, error.to_string()),
+        npz::NpzError::Io { error, .. } => Error::io(path, error),
+        e => Error::data(path, e.to_string()),
+    })?;
     let mut out = BTreeMap::new();
     for (k, a) in arrays {
         let t = match a {
