@@ -454,7 +454,11 @@ fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Re
     {
         return Err(Error::data(
             &in_path,
-            format!("`{k}` is no mini-batch input: expected `mb<k>_arr_<i>` for 1 <= k < {n_batches} and a data input i"),
+            if inputs.contains_key("meta_n_batches") {
+                format!("`{k}` is no mini-batch input: expected `mb<k>_arr_<i>` for 1 <= k < {n_batches} and a data input i")
+            } else {
+                format!("`{k}` is no mini-batch input: the file has no `meta_n_batches`: one mini-batch, whose inputs are the `arr_*` (give `meta_n_batches` to train on more)")
+            },
         ));
     }
     let mut initial = BTreeMap::new();

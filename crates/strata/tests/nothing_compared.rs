@@ -191,6 +191,19 @@ fn a_missing_mini_batch_array_is_named_at_load() {
     });
     let e = load_err(&d);
     assert!(e.contains("`mb6_arr_0000` is no mini-batch input"), "{e}");
+    // Without `meta_n_batches` there is one mini-batch: the error says the
+    // count is absent, not only "1 <= k < 1".
+    std::fs::write(&inputs, &full).unwrap();
+    edit_npz(&inputs, |a| {
+        a.remove("meta_n_batches").unwrap();
+        a.remove("meta_n_accum").unwrap();
+    });
+    let e = load_err(&d);
+    assert!(
+        e.contains("`mb1_arr_0000` is no mini-batch input")
+            && e.contains("no `meta_n_batches`: one mini-batch"),
+        "{e}"
+    );
 }
 
 #[test]
