@@ -47,7 +47,7 @@ enum Cmd {
     Check {
         /// The fixture directory.
         dir: PathBuf,
-        /// The engine: `interp` (the reference interpreter), `sim` (the simulator, with cycles) or `c` (the compiled C).
+        /// The engine: `interp` (the reference interpreter), `sim` (the simulator, with cycles), `c` (the compiled C) or `oracle` (the interpreter in f64).
         #[arg(long, value_enum, default_value = "interp")]
         engine: Engine,
         /// With `--engine c`: `host`, or `pulp` (the PMSIS C, built and run on this machine against strata's checked PMSIS).
