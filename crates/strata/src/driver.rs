@@ -157,7 +157,10 @@ pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)>
             ..target.clone()
         };
         match choose_homes(p, &dry, &budget) {
-            Ok(plan) => {
+            Ok(mut plan) => {
+                if short.is_some() {
+                    plan.tile_l1 = opt.l1;
+                }
                 let lir = tile::lower_with(p, &plan, &opt, &mut choices)?;
                 lir::check(&lir, &tile::const_sizes(p))?;
                 return Ok((plan, lir));
@@ -428,6 +431,13 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
             "level L2: staging for tiles of L3 tensors: {} bytes at offset {}",
             plan.staging,
             plan.staging_base()
+        )
+        .unwrap();
+    }
+    if let Some(l1) = plan.tile_l1 {
+        writeln!(
+            s,
+            "level L1: tiles chosen for {l1} bytes of it: L2 cannot stage the tiles of a larger budget"
         )
         .unwrap();
     }

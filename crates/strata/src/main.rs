@@ -215,10 +215,13 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                 println!(
                     "{level} arena {bytes} bytes, lower bound {} bytes, capacity {cap} bytes{}",
                     lir.lower_bounds.get(level).copied().unwrap_or(0),
-                    if *level == strata::lir::Level::L2 && plan.staging > 0 {
-                        format!(" ({} of them staging tiles of L3 tensors)", plan.staging)
-                    } else {
-                        String::new()
+                    match (level, plan.tile_l1) {
+                        (strata::lir::Level::L2, _) if plan.staging > 0 => {
+                            format!(" ({} of them staging tiles of L3 tensors)", plan.staging)
+                        }
+                        (strata::lir::Level::L1, Some(l1)) =>
+                            format!(" (tiles chosen for {l1} of them: L2 cannot stage larger ones)"),
+                        _ => String::new(),
                     }
                 );
             }

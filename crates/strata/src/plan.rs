@@ -59,6 +59,11 @@ pub struct MemoryPlan {
     /// on their way to and from L1 (0: nothing lives in L3). The lowering
     /// fills exactly this much: the largest staging need of any node.
     pub staging: u64,
+    /// The L1 budget the tiles were chosen for, when below the target's:
+    /// L2 could not stage the tiles chosen for the whole L1
+    /// (`driver::plan_and_lower`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tile_l1: Option<u64>,
     /// The schedule the lifetimes are over (`None`: the program was not scheduled).
     pub schedule: Option<crate::schedule::Report>,
     /// Outputs written over an input that dies at their node.
@@ -352,6 +357,7 @@ pub fn plan_homes(
         optimal: l2.optimal,
         l3,
         staging,
+        tile_l1: None,
         schedule: p.schedule.clone(),
         reuse: p.reuse.clone(),
         constant_bytes: g
@@ -392,6 +398,7 @@ pub fn flat(p: &Program, level: Level) -> MemoryPlan {
             optimal: false,
         }),
         staging: if l3 { u64::MAX / 8 } else { 0 },
+        tile_l1: None,
         schedule: p.schedule.clone(),
         reuse: p.reuse.clone(),
         constant_bytes: 0,

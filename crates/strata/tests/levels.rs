@@ -226,6 +226,23 @@ fn smaller_tiles_where_l2_cannot_stage_the_default_ones() {
         let r = check_cell(&ex.join(m), &t, m == "mlp");
         assert!(r.arena_bytes["L2"] <= l2, "{m}: {:?}", r.arena_bytes);
         assert!(r.arena_bytes.get("L3").is_some_and(|&b| b > 0));
+        // The plan says which L1 budget the tiles were chosen for; at the
+        // default L2 they are chosen for the whole L1 and it says nothing.
+        for (l2, smaller) in [(l2, true), (driver::DEFAULT_L2, false)] {
+            let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
+            t.l2 = l2;
+            let mut l = driver::load_program(&ex.join(m), None, &Registry::standard()).unwrap();
+            driver::prepare(l.program_mut(), &t).unwrap();
+            let (plan, _) = driver::plan_and_lower(l.program(), &t).unwrap();
+            assert_eq!(
+                plan.tile_l1.is_some_and(|b| b < driver::DEFAULT_L1),
+                smaller,
+                "{m} at L2 {l2}: {:?}",
+                plan.tile_l1
+            );
+            let summary = driver::plan_summary(l.program(), &plan);
+            assert_eq!(summary.contains("tiles chosen for"), smaller, "{summary}");
+        }
     }
     let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
     t.l2 = 100;
