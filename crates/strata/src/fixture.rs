@@ -119,6 +119,39 @@ fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
 }
 
 /// Convert an array from a `.npz` to the graph tensor's type, or explain the mismatch.
+/// A reference that holds a NaN can never be met (a NaN equals nothing,
+/// not even the NaN a program computes): refuse it where it is read,
+/// naming the array and the first NaN, instead of failing every check
+/// with an infinite error. Infinities are kept: equal ones compare equal.
+fn no_nan(path: &Path, key: &str, v: &[f32]) -> Result<()> {
+    match v.iter().position(|x| x.is_nan()) {
+        Some(i) => Err(Error::data(
+            path,
+            format!(
+                "reference `{key}` holds NaN at flat index {i} ({} of its {} values): nothing can match it",
+                v.iter().filter(|x| x.is_nan()).count(),
+                v.len()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A reference tensor conformed to its graph tensor, with no NaN in it.
+fn conform_reference(
+    v: &Tensor,
+    want: &crate::tensor::TensorType,
+    path: &Path,
+    key: &str,
+    tensor: &str,
+) -> Result<Tensor> {
+    let t = conform(v, want, path, key, tensor)?;
+    if let Data::F32(x) = &t.data {
+        no_nan(path, key, x)?;
+    }
+    Ok(t)
+}
+
 fn conform(
     v: &Tensor,
     want: &crate::tensor::TensorType,
@@ -385,6 +418,7 @@ fn read_references(out_path: &Path, p: &Program, n_batches: usize) -> Result<Ref
         .map(|l| l.as_f32_checked(out_path))
         .transpose()?;
     if let Some(l) = &ref_losses {
+        no_nan(out_path, "loss", l)?;
         if l.len() != n_batches {
             return Err(Error::data(
                 out_path,
@@ -406,7 +440,7 @@ fn read_references(out_path: &Path, p: &Program, n_batches: usize) -> Result<Ref
                 format!("reference `{k}` names no tensor of the program"),
             )
         })?;
-        let v = conform(v, g.ty(t), out_path, k, k)?;
+        let v = conform_reference(v, g.ty(t), out_path, k, k)?;
         ref_tensors.push((k.clone(), t, v));
     }
     Ok((ref_losses, ref_tensors))
@@ -570,7 +604,7 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
             ref_tensors.push((
                 name.clone(),
                 t,
-                conform(&outputs[*k], g.ty(t), &out_path, k, &name)?,
+                conform_reference(&outputs[*k], g.ty(t), &out_path, k, &name)?,
             ));
         }
     } else {
@@ -581,7 +615,11 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
                     format!("reference `{k}` names no tensor of the graph"),
                 )
             })?;
-            ref_tensors.push((k.clone(), t, conform(v, g.ty(t), &out_path, k, k)?));
+            ref_tensors.push((
+                k.clone(),
+                t,
+                conform_reference(v, g.ty(t), &out_path, k, k)?,
+            ));
         }
     }
     Ok(Fixture {

@@ -299,3 +299,54 @@ fn an_input_without_a_declared_shape_is_an_error() {
     let m = strata::onnx::decode(&m, Path::new("scalar.onnx")).unwrap();
     strata::onnx::import(&m, &Registry::standard()).unwrap();
 }
+
+/// A NaN in a reference can never be met (a NaN equals nothing): the loader
+/// refuses it, naming the array and where, instead of every check failing
+/// with an infinite error. An infinity is a value like any other.
+#[test]
+fn a_nan_in_a_reference_is_an_error_at_load() {
+    fn set(a: &mut std::collections::BTreeMap<String, npz::Array>, key: &str, at: usize, v: f32) {
+        let Some(npz::Array::F32 { data, .. }) = a.get_mut(key) else {
+            panic!("{key} is float32")
+        };
+        data[at] = v;
+    }
+    let (_s, d) = copy_example("mlp");
+    let out = d.join("mlp_train/outputs.npz");
+    let full = std::fs::read(&out).unwrap();
+    let weight = {
+        let a = npz::read_npz_file(&out).unwrap();
+        a.keys().find(|k| *k != "loss").unwrap().clone()
+    };
+    for (key, at) in [("loss", 2), (weight.as_str(), 1)] {
+        std::fs::write(&out, &full).unwrap();
+        edit_npz(&out, |a| set(a, key, at, f32::NAN));
+        check_fails(
+            &d,
+            &[
+                "outputs.npz",
+                &format!("reference `{key}` holds NaN at flat index {at} (1 of its"),
+            ],
+        );
+    }
+    // A kernel test: its output's references the same way.
+    let (_s, k) = copy_example("import/broadcast_low_rank_first");
+    let out = k.join("outputs.npz");
+    let key = npz::read_npz_file(&out)
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let full = std::fs::read(&out).unwrap();
+    edit_npz(&out, |a| set(a, &key, 0, f32::NAN));
+    let e = load_err(&k);
+    assert!(
+        e.contains(&format!("reference `{key}` holds NaN at flat index 0")),
+        "{e}"
+    );
+    // An infinity loads (and, unmet, fails the comparison, not the load).
+    std::fs::write(&out, &full).unwrap();
+    edit_npz(&out, |a| set(a, &key, 0, f32::INFINITY));
+    strata::fixture::load(&k, &Registry::standard()).expect("an infinite reference loads");
+}
