@@ -139,7 +139,7 @@ proptest! {
         // still be consistent.)
         match solve(&q, &Options { time_limit: Duration::from_secs(2), minimize: false, threads: 1, node_limit: None }) {
             Ok(f) => prop_assert!(check(&q, &f.offsets).is_ok()),
-            Err(memplan::Error::DoesNotFit { capacity, best_peak, lower_bound }) => {
+            Err(memplan::Error::DoesNotFit { capacity, best_peak, lower_bound, .. }) => {
                 prop_assert!(best_peak > capacity && lower_bound <= capacity)
             }
             Err(e) => prop_assert!(false, "{}", e),

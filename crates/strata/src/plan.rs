@@ -314,6 +314,7 @@ pub fn plan_homes(
                 capacity,
                 best_peak,
                 lower_bound,
+                ..
             } => {
                 let proven = lower_bound > capacity;
                 let needed = if proven { lower_bound } else { best_peak };
