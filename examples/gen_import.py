@@ -347,6 +347,90 @@ def conv_grad_x(rng, case, hx):
     write(case, [node], ins, [vi("dx", [1, cin, hx, hx])], ins, {"dx": dx})
 
 
+def conv_fwd(x, w, b, s, pads, group):
+    """f64 Y = conv(X, W) + B (NCHW; strides (sh, sw); pads [t, l, b, r])."""
+    n, cin, h, wd = x.shape
+    cout, cpg, kh, kw = w.shape
+    opg = cout // group
+    pt, pl, pb, pr = pads
+    xp = np.zeros((n, cin, h + pt + pb, wd + pl + pr))
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    oh = (h + pt + pb - kh) // s[0] + 1
+    ow = (wd + pl + pr - kw) // s[1] + 1
+    y = np.zeros((n, cout, oh, ow))
+    for co in range(cout):
+        xs = xp[:, (co // opg) * cpg:(co // opg + 1) * cpg]
+        for oy in range(oh):
+            for ox in range(ow):
+                win = xs[:, :, oy * s[0]:oy * s[0] + kh, ox * s[1]:ox * s[1] + kw]
+                y[:, co, oy, ox] = (win * w[co]).sum(axis=(1, 2, 3))
+        if b is not None:
+            y[:, co] += b[co]
+    return y
+
+
+def conv_grouped(rng, case, cin, cout, group, hw, k, s, pads, bias):
+    """Conv with groups: depthwise (cout == cin == group) or a channel
+    multiplier (cout > cin == group); large enough that a small L1 cuts its
+    output rows."""
+    x = rand(rng, 1, cin, *hw)
+    w = rand(rng, cout, cin // group, k, k)
+    b = rand(rng, cout) if bias else None
+    y = conv_fwd(f64(x), f64(w), None if b is None else f64(b), s, pads, group)
+    node = helper.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["y"],
+                            kernel_shape=[k, k], strides=list(s), pads=list(pads), group=group)
+    ins = {"x": x, "w": w} | ({"b": b} if bias else {})
+    write(case, [node], ins, [vi("y", list(y.shape))], ins, {"y": y})
+
+
+def conv_grad_depthwise_rows(rng, case, op, hw, s):
+    """A depthwise ConvGrad (dX and dW) or ConvGradX (dX) large enough that a
+    small L1 cuts dX's rows."""
+    c, k, p = 4, 3, 1
+    x = rand(rng, 2, c, *hw)
+    w = rand(rng, c, 1, k, k)
+    dy = rand(rng, 2, c, conv_out(hw[0], k, s, p), conv_out(hw[1], k, s, p))
+    dx, dw = conv_grads(f64(x), f64(w), f64(dy), s, p, c)
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=c)
+    if op == "ConvGrad":
+        node = helper.make_node("ConvGrad", ["dy", "x", "w"], ["dx", "dw"], domain=MS,
+                                dilations=[1, 1], auto_pad="NOTSET", **attrs)
+        ins = {"dy": dy, "x": x, "w": w}
+        outs, refs = [vi("dx", list(x.shape)), vi("dw", list(w.shape))], {"dx": dx, "dw": dw}
+    else:
+        node = helper.make_node("ConvGradX", ["dy", "w"], ["dx"], **attrs)
+        ins = {"dy": dy, "w": w}
+        outs, refs = [vi("dx", list(x.shape))], {"dx": dx}
+    write(case, [node], ins, outs, ins, refs)
+
+
+def pad_case(rng, case, shape, begin, end, mode, value=0.0, axes=None, opset=21):
+    """Pad X by `begin`/`end` (over `axes`, or every axis) in `mode`; from
+    opset 11 the pads, the value and the axes are constant inputs, before it
+    attributes."""
+    x = rand(rng, *shape)
+    full_b, full_e = [0] * len(shape), [0] * len(shape)
+    for k, a in enumerate(axes if axes is not None else range(len(shape))):
+        full_b[a], full_e[a] = begin[k], end[k]
+    widths = list(zip(full_b, full_e))
+    if mode == "constant":
+        y = np.pad(f64(x), widths, mode="constant", constant_values=value)
+    else:
+        y = np.pad(f64(x), widths, mode=mode)
+    if opset < 11:
+        node = helper.make_node("Pad", ["x"], ["y"], mode=mode, pads=begin + end, value=value)
+        inits = []
+    else:
+        names = ["x", "pads", "value"] + (["axes"] if axes is not None else [])
+        node = helper.make_node("Pad", names, ["y"], mode=mode)
+        inits = [numpy_helper.from_array(np.array(begin + end, np.int64), "pads"),
+                 numpy_helper.from_array(np.array(value, np.float32), "value")]
+        if axes is not None:
+            inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    write(case, [node], {"x": x}, [vi("y", list(y.shape))], {"x": x}, {"y": y}, inits=inits,
+          opsets=[("", opset), (MS, 1)])
+
+
 def softmax_grad_axis1(rng):
     """SoftmaxGrad(dY, Y) along axis 1 of a [1, 64, 1] tensor."""
     z = f64(rand(rng, 1, 64, 1))
@@ -453,6 +537,16 @@ def main():
     broadcast_low_rank_first(rng)
     pow_exponents(rng)
     unused_outputs(rng)
+    # Tiled by output rows at a small L1 (tests/tiling.rs).
+    conv_grouped(rng, "conv_depthwise_rows", 4, 4, 4, (20, 12), 3, (1, 1), (1, 1, 1, 1), True)
+    conv_grouped(rng, "conv_grouped_rows", 2, 4, 2, (23, 11), 3, (2, 1), (2, 1, 0, 1), False)
+    conv_grad_depthwise_rows(rng, "conv_grad_depthwise_rows", "ConvGrad", (15, 9), 2)
+    conv_grad_depthwise_rows(rng, "conv_grad_x_depthwise_rows", "ConvGradX", (16, 10), 1)
+    pad_case(rng, "pad_constant_rows", (1, 3, 10, 7), [1, 3, 0], [0, 2, 4], "constant",
+             value=0.5, axes=[1, 2, 3])
+    pad_case(rng, "pad_attr_rows", (2, 3, 8, 6), [0, 0, 2, 1], [0, 0, 3, 1], "constant",
+             value=-1.0, opset=10)
+    pad_case(rng, "pad_reflect", (2, 4, 9, 6), [0, 0, 2, 1], [0, 0, 1, 2], "reflect")
 
 
 if __name__ == "__main__":
