@@ -97,11 +97,15 @@ pub enum Retile {
     Same,
     /// A depthwise convolution: the tile's group count is its extent on this space axis.
     Group(usize),
-    /// The window of `Space::windows`: the tile's pads along the first spatial axis.
-    Rows,
+    /// The window of `Space::windows`: the tile's pads along the first
+    /// spatial axis, and for a depthwise convolution its group count, the
+    /// tile's extent on this space axis.
+    Rows { group: Option<usize> },
     /// The transposed window of `Space::twindows`: a convolution gradient's
-    /// dX rows; the tile's pads along the first spatial axis.
-    TRows,
+    /// dX rows; the tile's pads along the first spatial axis, and for a
+    /// depthwise convolution its group count, the tile's extent on this
+    /// space axis.
+    TRows { group: Option<usize> },
     /// MaxPool's indices (flat over the whole input, as ONNX defines them)
     /// from a tile of (n, c) planes, and MaxPoolGrad reading them: the
     /// tile's op knows where its planes sit (space axes 0 and 1 are N and C).
@@ -303,9 +307,11 @@ fn ln_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> 
 }
 
 /// ConvGrad (dY, X, W) → (dX, dW, dB), ConvGradX (dY, W) → dX and
-/// ConvGradW (dY, X) → dW, ungrouped: dX splits over (N, C_in) and reads
-/// all of dY; dW splits over (C_out, C_in) and sums over N and space; dB
-/// splits over C_out. Each output is its own phase.
+/// ConvGradW (dY, X) → dW, ungrouped or depthwise: dX splits over N, C_in
+/// and its rows (reading dY's rows through transposed windows; depthwise,
+/// dY's channels too); dW splits over C_out (ungrouped, C_in too) and sums
+/// over N and dY's rows; dB splits over C_out and sums the same. Each
+/// output is its own phase.
 fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> {
     let (xi, wi) = match n.op_type.as_str() {
         "ConvGrad" => (Some(1), Some(2)),
@@ -390,12 +396,15 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
         };
         match out_kind(o) {
             0 => {
-                // dX [N, C_in, H, W]; ungrouped, also by rows of dX through
-                // the transposed windows of dY.
-                let rows = !dw && (n.op_type == "ConvGrad" || win.1 == 1);
+                // dX [N, C_in, H, W], also by rows of dX through the
+                // transposed windows of dY (ConvGradX, whose dX size comes
+                // from the declared output, only at stride 1).
+                let rows = n.op_type == "ConvGrad" || win.1 == 1;
                 if rows {
                     twindows = vec![(0, 2, 2, win.0, win.1, win.2)];
-                    retile = Retile::TRows;
+                    retile = Retile::TRows {
+                        group: dw.then_some(1),
+                    };
                 }
                 parallel = vec![true, true, rows, false];
                 inputs[0] = Some(if dw {
@@ -544,7 +553,11 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
         "Expand" => elementwise(&ins, &outs, &[1]),
         "Conv" => {
             // X [N, C, H, W], W [M, C/g, kh, kw], B [M] -> Y [N, M, OH, OW]:
-            // N and M parallel (depthwise: X's channels follow M too).
+            // N parallel, and output rows through X's windows (the tile's
+            // op gets the pads inside its rows). Ungrouped, M parallel too;
+            // depthwise, M too with X's channels following it (the tile's
+            // group its channels); any other grouping keeps M whole (a tile
+            // of output channels would cut its groups).
             let (x, w, y) = (
                 ins.first()?.as_ref()?,
                 ins.get(1)?.as_ref()?,
@@ -553,30 +566,32 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
             let depthwise =
                 w.shape.get(1) == Some(&1) && x.shape.get(1) == y.shape.get(1) && x.shape[1] > 1;
             let group1 = w.shape.get(1) == x.shape.get(1);
-            if !(depthwise || group1) {
-                return None;
-            }
-            // Ungrouped: N and M parallel, and output rows through X's
-            // windows (the tile's op gets the pads inside its rows).
-            // Depthwise: N and channels parallel, the tile's group its channels.
             let xm = if depthwise {
                 map(x.shape.len(), &[(0, 0), (1, 1)])
             } else {
                 map(x.shape.len(), &[(0, 0)])
             };
             let conv = (&*n.op as &dyn std::any::Any).downcast_ref::<crate::ops::conv::Conv>()?;
-            let rows = group1 && y.shape.len() == 4 && x.shape.len() == 4;
-            let (windows, retile) = if depthwise {
-                (vec![], Retile::Group(1))
-            } else if rows {
+            let rows = y.shape.len() == 4 && x.shape.len() == 4;
+            if !(depthwise || group1 || rows) {
+                return None;
+            }
+            let (windows, retile) = if rows {
                 let w2 = conv.win.resolve(2, Some(w.shape[2..].to_vec())).ok()?;
-                (vec![(0, 2, 2, w2.k.0, w2.s.0, w2.p.0)], Retile::Rows)
+                (
+                    vec![(0, 2, 2, w2.k.0, w2.s.0, w2.p.0)],
+                    Retile::Rows {
+                        group: depthwise.then_some(1),
+                    },
+                )
+            } else if depthwise {
+                (vec![], Retile::Group(1))
             } else {
                 (vec![], Retile::Same)
             };
             Some(Space {
                 dims: y.shape.clone(),
-                parallel: vec![true, true, rows, false],
+                parallel: vec![true, depthwise || group1, rows, false],
                 reduce: vec![],
                 retile,
                 windows,
@@ -1918,7 +1933,7 @@ fn tile_op(
                 })
             }
         }
-        Retile::Rows => {
+        Retile::Rows { group } => {
             let c = op.downcast_ref::<Conv>()?;
             let &(i, a, sa, k, st, p) = sp.windows.first()?;
             let h = g.ty(n.inputs[i]?).shape[a];
@@ -1931,7 +1946,7 @@ fn tile_op(
             };
             Some(std::sync::Arc::new(Conv {
                 win,
-                group: c.group,
+                group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
             }))
         }
         Retile::Planes => {
@@ -1988,7 +2003,7 @@ fn tile_op(
                 }) as std::sync::Arc<dyn crate::ops::Op>
             })
         }
-        Retile::TRows => {
+        Retile::TRows { group } => {
             let c = op.downcast_ref::<ConvGrad>()?;
             let &(i, a, sa, k, st, p) = sp.twindows.first()?;
             let oh = g.ty(n.inputs[i]?).shape[a];
@@ -2003,7 +2018,7 @@ fn tile_op(
             };
             Some(std::sync::Arc::new(ConvGrad {
                 win,
-                group: c.group,
+                group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
                 kind: c.kind,
             }))
         }

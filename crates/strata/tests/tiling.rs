@@ -989,6 +989,135 @@ fn tile_loops_keep_the_program_the_size_of_its_ops() {
     );
 }
 
+/// Checks `dir` at L1 `l1`, single- and double-buffered, in the simulator
+/// and in the host and PULP C (each within the fixture's tolerance of its
+/// reference, and the two within 1e-6 of each other); returns per
+/// buffering how node `op` was tiled (`tiles: how`), asserting it was cut
+/// into more than one tile.
+fn cut_and_checked(dir: &Path, l1: u64, op: &str) -> Vec<String> {
+    use strata::driver::CTarget;
+    [Buffering::Single, Buffering::Double]
+        .map(|b| {
+            let r = strata::testing::check_cell_on(
+                dir,
+                &target(l1, b),
+                &[CTarget::Host, CTarget::Pulp],
+            );
+            let t = r
+                .tilings
+                .iter()
+                .find(|t| t.op_type == op)
+                .unwrap_or_else(|| panic!("{}: no {op} node", dir.display()));
+            assert!(
+                t.tiles > 1,
+                "{} at L1 {l1} {b:?}: {op} runs as {} tile ({})",
+                dir.display(),
+                t.tiles,
+                t.how
+            );
+            format!("{}: {}", t.tiles, t.how)
+        })
+        .to_vec()
+}
+
+/// A generated case, the L1 that cuts it, its node's op, and what its
+/// tiling must and must not say.
+type CutCase<'a> = (&'a str, u64, &'a str, &'a [&'a str], &'a [&'a str]);
+
+/// Each generated case (`examples/import/<case>`) at its L1, its node `op`
+/// cut into more than one tile along every axis of `cuts` and none of
+/// `keeps`, in the simulator and both C targets within numpy's float64
+/// reference; the cases run in parallel.
+fn import_cases_cut(cases: &[CutCase]) {
+    let imp = workspace().join("examples/import");
+    std::thread::scope(|sc| {
+        for &(case, l1, op, cuts, keeps) in cases {
+            let dir = imp.join(case);
+            sc.spawn(move || {
+                for how in cut_and_checked(&dir, l1, op) {
+                    eprintln!("{case} at L1 {l1}: {how}");
+                    for c in cuts {
+                        assert!(how.contains(c), "{case}: {how} does not cut {c}");
+                    }
+                    for k in keeps {
+                        assert!(!how.contains(k), "{case}: {how} cuts {k}");
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The peer's kernel tests `cases` (under `Kernels/FP32`) at L1 = 6,000,
+/// their node `op` cut by rows, within the fixture's tolerance in the
+/// simulator and both C targets.
+fn deeploy_cases_cut_by_rows(cases: &[(&str, &str)]) {
+    let Some(s) = shared() else {
+        eprintln!("skipped: ../shared not found");
+        return;
+    };
+    let k = s.join("fixtures/deeploy/Kernels/FP32");
+    std::thread::scope(|sc| {
+        for &(case, op) in cases {
+            let dir = k.join(case);
+            sc.spawn(move || {
+                for how in cut_and_checked(&dir, 6_000, op) {
+                    eprintln!("{case} at L1 6000: {how}");
+                    assert!(how.contains("axis 2"), "{case}: {how} does not cut rows");
+                }
+            });
+        }
+    });
+}
+
+/// Grouped convolutions cut by output rows at an L1 their former smallest
+/// tile does not fit: a depthwise Conv (channels and rows, the tile's group
+/// its channels; it needed 1,984 bytes), a grouped Conv with two output
+/// channels per input channel (rows only, its channels whole; it ran as one
+/// tile of 4,288 bytes), and a depthwise ConvGrad's dX (stride 2; 752
+/// bytes) and ConvGradX's (stride 1; 1,328 bytes) by rows of dX.
+#[test]
+fn grouped_convolutions_tile_by_rows() {
+    import_cases_cut(&[
+        (
+            "conv_depthwise_rows",
+            800,
+            "Conv",
+            &["axis 1", "axis 2"],
+            &[],
+        ),
+        ("conv_grouped_rows", 1_500, "Conv", &["axis 2"], &["axis 1"]),
+        (
+            "conv_grad_depthwise_rows",
+            400,
+            "ConvGrad",
+            &["output 0: axis 0 by 1, axis 1 by 1, axis 2"],
+            &[],
+        ),
+        (
+            "conv_grad_x_depthwise_rows",
+            600,
+            "ConvGradX",
+            &["axis 2"],
+            &[],
+        ),
+    ]);
+}
+
+/// The peer's grouped convolutions that ran as one tile (Conv/DW_2D_*: two
+/// output channels per input channel, 20,784 bytes whole) or whose
+/// smallest tile was one channel (ConvGradX_DW_block_0, 18,480 bytes) are
+/// cut by rows at L1 = 6,000.
+#[test]
+fn deeploy_grouped_convolutions_tile_by_rows() {
+    deeploy_cases_cut_by_rows(&[
+        ("Conv/DW_2D_Bias", "Conv"),
+        ("Conv/DW_2D_NoBias", "Conv"),
+        ("Conv/DW_2D_ZeroValuedBias", "Conv"),
+        ("ConvGradX_DW_block_0", "ConvGradX"),
+    ]);
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
