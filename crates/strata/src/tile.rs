@@ -65,9 +65,10 @@ pub struct Space {
     /// How a tile's op differs from the node's.
     pub retile: Retile,
     /// Input axes read through a window of a space axis (a convolution's
-    /// rows): `(input, axis, space axis, kernel, stride, pad before)`. The
-    /// axis map leaves them unmapped; the box is the rows the tile's windows
-    /// read, and the tile's op gets the pads that remain inside it.
+    /// rows, a constant Pad's padded axes): `(input, axis, space axis,
+    /// kernel, stride, pad before)`. The axis map leaves them unmapped; the
+    /// box is the rows the tile's windows read, and the tile's op gets the
+    /// pads that remain inside it.
     pub windows: Vec<(usize, usize, usize, usize, usize, usize)>,
     /// Transposed windows: input `dY` rows read by output (dX) rows, as
     /// `(input, axis, space axis, kernel, stride, pad before)`. Split chunks
@@ -118,6 +119,10 @@ pub enum Retile {
         group: Option<usize>,
         kernel: [usize; 2],
     },
+    /// A constant Pad whose padded axes are read through the windows of
+    /// `Space::windows` (kernel 1, stride 1, pad the pad before): the
+    /// tile's pads are those inside its rows, on every such axis.
+    Pad,
     /// A ReduceMean whose reduced axes (the space's reduced ones) count
     /// this many values: a tile that holds only part of them divides its
     /// sum by the node's count, so the tiles' partial means add up.
@@ -196,16 +201,22 @@ pub fn phases(n: &Node, g: &Graph) -> Vec<Phase> {
     if let Some(ph) = ln_grad_phases(n, g, &present) {
         return ph;
     }
+    let space = space(n, g);
     // Expand's `shape` input is read at compile time only (the tile's op
-    // takes its output tile's shape).
+    // takes its output tile's shape), and so are a tiled Pad's pads, value
+    // and axes (the tile's op holds its own pads).
     let shape_only = if n.op_type == "Expand" && n.inputs.get(1).copied().flatten().is_some() {
         vec![1]
+    } else if space.as_ref().is_some_and(|sp| sp.retile == Retile::Pad) {
+        (1..n.inputs.len())
+            .filter(|&i| n.inputs[i].is_some())
+            .collect()
     } else {
         vec![]
     };
     vec![Phase {
         outputs: present,
-        space: space(n, g),
+        space,
         shape_only,
     }]
 }
@@ -954,6 +965,40 @@ fn attr_space(
             ..Default::default()
         });
     }
+    if let Some((mode, begin, end, _)) = pad_geometry(n, g) {
+        // An axis without pads follows the space; an axis a constant pad
+        // widens is read through a window of kernel 1, stride 1 and pad its
+        // pad before (a tile holds the rows of X its rows show, and its op
+        // the pads inside its rows); an axis padded by reflection or by its
+        // edge, or cropped, stays whole.
+        let x = ins.first().copied().flatten()?;
+        if x.shape.len() != r || begin.len() != r {
+            return None;
+        }
+        let mut xm: AxisMap = vec![None; r];
+        let mut parallel = vec![true; r];
+        let mut windows = vec![];
+        for a in 0..r {
+            if begin[a] == 0 && end[a] == 0 {
+                xm[a] = Some(a);
+            } else if mode == crate::ops::shape::PadMode::Constant && begin[a] >= 0 && end[a] >= 0 {
+                windows.push((0, a, a, 1, 1, begin[a] as usize));
+            } else {
+                parallel[a] = false;
+            }
+        }
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some(xm);
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel,
+            retile: Retile::Pad,
+            windows,
+            inputs,
+            outputs: vec![Some(ident)],
+            ..Default::default()
+        });
+    }
     if let Some(ln) = op.downcast_ref::<transformer::LayerNorm>() {
         // X and Y by rows; scale and bias whole; mean and 1/std [.., 1, ..] by rows.
         let a = norm(ln.axis, r)?;
@@ -977,6 +1022,27 @@ fn attr_space(
         });
     }
     None
+}
+
+/// A Pad node's mode, its pads before and after every axis, and its value
+/// (from its attributes or its constant inputs).
+fn pad_geometry(
+    n: &Node,
+    g: &Graph,
+) -> Option<(crate::ops::shape::PadMode, Vec<i64>, Vec<i64>, f32)> {
+    let pd = (&*n.op as &dyn std::any::Any).downcast_ref::<crate::ops::shape::Pad>()?;
+    let inputs: Vec<Option<crate::ops::OpInput>> = n
+        .inputs
+        .iter()
+        .map(|t| {
+            t.map(|t| crate::ops::OpInput {
+                ty: g.ty(t),
+                value: g.constants.get(&t),
+            })
+        })
+        .collect();
+    let (begin, end, value) = pd.pads(&inputs).ok()?;
+    Some((pd.mode, begin, end, value))
 }
 
 /// Every mapped operand axis is the space axis's size (or 1: broadcast).
@@ -1048,8 +1114,11 @@ impl Tiling {
     /// The tiles up to position: per class of tiles (first, interior and
     /// last along each iterated or split axis) one representative and how
     /// many tiles it stands for. Tiles of a class have the same extents and
-    /// the same clipping at the edges, so they cost the same.
-    fn classes(&self, dims: &[usize]) -> Vec<(Vec<(usize, usize)>, usize)> {
+    /// the same clipping at the edges, so they cost the same: where windows
+    /// (`wins`, see [`window_geometry`]) clip interior tiles differently (a
+    /// pad wider than a tile), the interior splits into one class per
+    /// clipping.
+    fn classes(&self, dims: &[usize], wins: &[WinGeom]) -> Vec<(Vec<(usize, usize)>, usize)> {
         let mut out = vec![(dims.iter().map(|&d| (0, d)).collect::<Vec<_>>(), 1usize)];
         for (a, &d) in dims.iter().enumerate() {
             let step = if self.iter[a] {
@@ -1064,7 +1133,27 @@ impl Tiling {
             let reps: Vec<((usize, usize), usize)> = match n {
                 1 => vec![(range(0), 1)],
                 2 => vec![(range(0), 1), (range(1), 1)],
-                _ => vec![(range(0), 1), (range(1), n - 2), (range(n - 1), 1)],
+                _ => {
+                    let mut reps = vec![(range(0), 1)];
+                    let sig = |k: usize| -> Clip {
+                        wins.iter()
+                            .filter(|w| w.0 == a)
+                            .map(|w| w.clip(range(k)))
+                            .collect()
+                    };
+                    // Per clipping: (its signature, first tile, tiles).
+                    let mut interior: Vec<(Clip, usize, usize)> = Vec::new();
+                    for k in 1..n - 1 {
+                        let sk = sig(k);
+                        match interior.iter_mut().find(|c| c.0 == sk) {
+                            Some(c) => c.2 += 1,
+                            None => interior.push((sk, k, 1)),
+                        }
+                    }
+                    reps.extend(interior.into_iter().map(|(_, k, c)| (range(k), c)));
+                    reps.push((range(n - 1), 1));
+                    reps
+                }
             };
             out = out
                 .iter()
@@ -1134,6 +1223,45 @@ impl Tiling {
 /// pad before, transposed).
 type Win = (usize, usize, usize, usize, usize, bool);
 
+/// How every window on a space axis clips one tile ([`WinGeom::clip`]).
+type Clip = Vec<(usize, usize, usize)>;
+
+/// A window's geometry along its space axis: (space axis, input rows,
+/// kernel, stride, pad before, transposed).
+#[derive(Clone, Copy, Debug)]
+struct WinGeom(usize, usize, usize, usize, usize, bool);
+
+impl WinGeom {
+    /// How the window clips a tile's range on its space axis: the rows it
+    /// reads and the pads that remain before and after (transposed: the dY
+    /// rows and where the first sits against the tile's first row).
+    fn clip(&self, r: (usize, usize)) -> (usize, usize, usize) {
+        let WinGeom(_, h, k, s, p, t) = *self;
+        if t {
+            let (o0, o1) = trows(h, r, k, s, p);
+            (o1 - o0, (p + r.0).wrapping_sub(o0 * s), 0)
+        } else {
+            let ((lo, hi), pt, pb) = window_rows(h, r, k, s, p);
+            (hi - lo, pt, pb)
+        }
+    }
+}
+
+/// Every window of a node's space, with its input's rows.
+fn window_geometry(n: &Node, g: &Graph, sp: &Space) -> Vec<WinGeom> {
+    let geom = |t: bool| {
+        move |&(i, a, sa, k, s, p): &(usize, usize, usize, usize, usize, usize)| {
+            let h = n.inputs[i].map_or(0, |x| g.ty(x).shape[a]);
+            WinGeom(sa, h, k, s, p, t)
+        }
+    };
+    sp.windows
+        .iter()
+        .map(geom(false))
+        .chain(sp.twindows.iter().map(geom(true)))
+        .collect()
+}
+
 /// The windows of input `i` in a space.
 fn windows_of(sp: &Space, i: Option<usize>) -> Vec<Win> {
     let f = |t: bool| {
@@ -1165,6 +1293,8 @@ fn trows(oh: usize, (i0, i1): (usize, usize), k: usize, s: usize, p: usize) -> (
 
 /// The rows `[lo, hi)` of an input axis of size `h` that the windows of
 /// output rows `[o0, o1)` read, and the pads before and after that remain.
+/// Windows that read only padding (a Pad's tile inside its pads) read no
+/// rows, all their extent a pad before.
 fn window_rows(
     h: usize,
     (o0, o1): (usize, usize),
@@ -1174,6 +1304,10 @@ fn window_rows(
 ) -> ((usize, usize), usize, usize) {
     let lo = (o0 * s) as i64 - p as i64;
     let hi = ((o1 - 1) * s) as i64 - p as i64 + k as i64;
+    if hi <= 0 || lo >= h as i64 {
+        let at = if lo >= h as i64 { h } else { 0 };
+        return ((at, at), (hi - lo) as usize, 0);
+    }
     let (clo, chi) = (lo.max(0), hi.min(h as i64));
     (
         (clo as usize, chi as usize),
@@ -1488,7 +1622,7 @@ fn streams(
         Some(a) => d != 1 && (t.iter[*a] || t.split.map(|s| s.0) == Some(*a)),
         None => false,
     };
-    let classes = t.classes(&sp.dims);
+    let classes = t.classes(&sp.dims, &window_geometry(n, g, sp));
     let ntiles = t.count(&sp.dims);
     let rtiles = t.reduce_tiles(sp);
     let max_bytes = |tensor: TensorId, m: &AxisMap, wins: &[Win]| -> u64 {
@@ -1592,7 +1726,7 @@ fn model_cycles(
     // An output tile accumulated over `rt` tiles is stored once, and each
     // tile but its first adds its partial tile in.
     let rt = t.reduce_tiles(sp) as f64;
-    for (tile, count) in t.classes(&sp.dims) {
+    for (tile, count) in t.classes(&sp.dims, &window_geometry(n, g, sp)) {
         let (mut din, mut din_res, mut dout, mut acc) = (0.0, 0.0, 0.0, 0.0);
         let mut in_tys: Vec<Option<TensorType>> = vec![None; n.inputs.len()];
         let mut out_tys: Vec<Option<TensorType>> = vec![None; n.outputs.len()];
@@ -1986,6 +2120,21 @@ fn tile_op(
                 win,
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
                 kind: c.kind,
+            }))
+        }
+        Retile::Pad => {
+            let (mode, mut begin, mut end, value) = pad_geometry(n, g)?;
+            for &(i, a, sa, k, st, p) in &sp.windows {
+                let h = g.ty(n.inputs[i]?).shape[a];
+                let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
+                (begin[a], end[a]) = (pt as i64, pb as i64);
+            }
+            begin.extend(end);
+            Some(std::sync::Arc::new(crate::ops::shape::Pad {
+                mode,
+                pads_attr: Some(begin),
+                value_attr: value,
+                tile: true,
             }))
         }
         Retile::Mean(count) => {

@@ -1118,6 +1118,34 @@ fn deeploy_grouped_convolutions_tile_by_rows() {
     ]);
 }
 
+/// Pad, which ran as one tile: constant pads are read through windows of
+/// kernel 1, stride 1 and pad the pad before (a tile inside the pads reads
+/// no row of X), with the pads, value and axes as inputs (pad_constant_rows,
+/// 3,584 bytes whole, its pad wider than a tile) and as attributes
+/// (pad_attr_rows, opset 10; 3,648); reflected pads are cut along the
+/// unpadded axes only (pad_reflect; 5,264).
+#[test]
+fn pads_tile_by_rows() {
+    import_cases_cut(&[
+        ("pad_constant_rows", 300, "Pad", &["axis 2"], &[]),
+        ("pad_attr_rows", 300, "Pad", &["axis 2"], &[]),
+        (
+            "pad_reflect",
+            1_000,
+            "Pad",
+            &["axis 0", "axis 1"],
+            &["axis 2", "axis 3"],
+        ),
+    ]);
+}
+
+/// The peer's Pad kernel test (26,160 bytes whole) is cut by rows at
+/// L1 = 6,000.
+#[test]
+fn deeploy_pad_tiles_by_rows() {
+    deeploy_cases_cut_by_rows(&[("Pad", "Pad")]);
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;

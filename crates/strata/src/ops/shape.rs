@@ -669,6 +669,10 @@ pub struct Pad {
     /// Pads and value from attributes (opset < 11).
     pub pads_attr: Option<Vec<i64>>,
     pub value_attr: f32,
+    /// The op of one tile (`tile::Retile::Pad`): `pads_attr` and
+    /// `value_attr` hold the tile's own pads over every axis and the value,
+    /// and the inputs after X (given for their shapes only) are not read.
+    pub tile: bool,
 }
 
 fn parse_pad(a: &Attrs<'_>) -> Result<Box<dyn Op>, OpError> {
@@ -682,6 +686,7 @@ fn parse_pad(a: &Attrs<'_>) -> Result<Box<dyn Op>, OpError> {
         mode,
         pads_attr: a.ints("pads"),
         value_attr: a.float_or("value", 0.0),
+        tile: false,
     })
 }
 
@@ -693,12 +698,27 @@ struct PadPlan {
 }
 
 impl Pad {
+    /// The pads before and after every axis of X (negative: cropped) and
+    /// the constant value, from the inputs' types and constant values.
+    pub fn pads(
+        &self,
+        inputs: &[Option<OpInput<'_>>],
+    ) -> Result<(Vec<i64>, Vec<i64>, f32), OpError> {
+        let x = req(inputs, 0)?.ty;
+        let p = self.plan(inputs)?;
+        let end = (0..p.out.len())
+            .map(|i| p.out[i] as i64 - x.shape[i] as i64 - p.begin[i])
+            .collect();
+        Ok((p.begin, end, p.value))
+    }
     fn plan(&self, inputs: &[Option<OpInput<'_>>]) -> Result<PadPlan, OpError> {
         let x = req(inputs, 0)?.ty;
         let r = x.shape.len();
         let (pads, value, axes) = match &self.pads_attr {
             Some(p) => {
-                replaced_by_attribute(inputs, 1..4, "pads")?;
+                if !self.tile {
+                    replaced_by_attribute(inputs, 1..4, "pads")?;
+                }
                 (p.clone(), self.value_attr, None)
             }
             None => {
