@@ -3,6 +3,15 @@
 
 use std::path::PathBuf;
 
+/// `n` bytes, in words: "1 byte", "2 bytes".
+fn bytes(n: u64) -> String {
+    if n == 1 {
+        "1 byte".into()
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be read or written.
@@ -42,9 +51,11 @@ pub enum Error {
     /// the best plan the planner found in its time limit and `lower_bound`
     /// (which fits) is what is proven.
     #[error(
-        "memory level {level}: {} {needed} bytes but the level holds {capacity}: {missing} bytes short{}",
+        "memory level {level}: {} {} but the level holds {capacity}: {} short{}",
         if *proven { "the program needs at least" } else { "the best plan found needs" },
-        if *proven { String::new() } else { format!(" (the proven lower bound, {lower_bound} bytes, fits: a longer planning time limit may find a plan)") }
+        bytes(*needed),
+        bytes(*missing),
+        if *proven { String::new() } else { format!(" (the proven lower bound, {}, fits: a longer planning time limit may find a plan)", bytes(*lower_bound)) }
     )]
     DoesNotFit {
         level: String,

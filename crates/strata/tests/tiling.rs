@@ -121,6 +121,19 @@ fn a_too_small_l1_asks_for_what_the_whole_program_needs() {
             .unwrap_or_else(|e| panic!("{m}: the error asked for {n} bytes of L1, but: {e}"));
         assert!(r.ok, "{m} at L1 = {n}");
         assert_eq!(need(&dir, n - 1), (n, node), "{m} one byte short");
+        let e = driver::check_for(
+            &dir,
+            Engine::Sim,
+            &target(n - 1, Buffering::Double),
+            None,
+            &reg,
+        )
+        .expect_err("one byte short")
+        .to_string();
+        assert!(
+            e.contains(": 1 byte short") && !e.contains("1 bytes"),
+            "{m}: {e}"
+        );
     }
 }
 
