@@ -216,6 +216,13 @@ fn meta(
     Ok(v as usize)
 }
 
+/// Why array `k` is no mini-batch input of a file without
+/// `meta_n_batches`: such a file holds one mini-batch, whose inputs are
+/// `first`.
+fn one_mini_batch(k: &str, first: &str) -> String {
+    format!("`{k}` is no mini-batch input: the file has no `meta_n_batches`: one mini-batch, whose inputs are {first} (give `meta_n_batches` to train on more)")
+}
+
 /// `meta_n_batches` and `meta_n_accum`: positive, and the accumulation
 /// count dividing the mini-batch count (every optimizer step sees a full
 /// accumulation; a trailing partial one would never be applied).
@@ -334,7 +341,11 @@ fn load_ort(dir: &Path, reg: &Registry) -> Result<Fixture> {
     if let Some(extra) = data.keys().find(|k| !known.contains(k)) {
         return Err(Error::data(
             &in_path,
-            format!("`{extra}` names no input of the training model (nor a mini-batch `mb<k>_<input>` within meta_n_batches)"),
+            if extra.starts_with("mb") && !data.contains_key("meta_n_batches") {
+                one_mini_batch(extra, "the `mb0_<input>`")
+            } else {
+                format!("`{extra}` names no input of the training model (nor a mini-batch `mb<k>_<input>` within meta_n_batches)")
+            },
         ));
     }
     let g = &program.graph;
@@ -491,7 +502,7 @@ fn load_training(train_dir: &Path, opt_dir: Option<&Path>, reg: &Registry) -> Re
             if inputs.contains_key("meta_n_batches") {
                 format!("`{k}` is no mini-batch input: expected `mb<k>_arr_<i>` for 1 <= k < {n_batches} and a data input i")
             } else {
-                format!("`{k}` is no mini-batch input: the file has no `meta_n_batches`: one mini-batch, whose inputs are the `arr_*` (give `meta_n_batches` to train on more)")
+                one_mini_batch(k, "the `arr_*`")
             },
         ));
     }

@@ -206,6 +206,28 @@ fn a_missing_mini_batch_array_is_named_at_load() {
     );
 }
 
+/// ONNX Runtime artifacts likewise: without `meta_n_batches` there is one
+/// mini-batch (`mb0_*`), and an `mb1_*` array says the count is absent
+/// rather than that it lies outside `meta_n_batches`.
+#[test]
+fn an_ort_mini_batch_array_without_a_count_says_the_count_is_absent() {
+    let (_s, d) = copy_example("ort/mlp");
+    edit_npz(&d.join("data.npz"), |a| {
+        a.remove("meta_n_batches").unwrap();
+        a.remove("meta_n_accum").unwrap();
+    });
+    let e = load_err(&d);
+    assert!(
+        e.contains("data.npz")
+            && e.contains("`mb1_input` is no mini-batch input")
+            && e.contains(
+                "no `meta_n_batches`: one mini-batch, whose inputs are the `mb0_<input>`"
+            )
+            && !e.contains("within meta_n_batches"),
+        "{e}"
+    );
+}
+
 #[test]
 fn meta_counts_must_be_positive_and_divide() {
     let (_s, d) = copy_example("mlp");
