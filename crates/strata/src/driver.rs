@@ -165,35 +165,24 @@ pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)>
                 lir::check(&lir, &tile::const_sizes(p))?;
                 return Ok((plan, lir));
             }
-            Err(Error::DoesNotFit {
-                level,
-                needed,
-                capacity,
-                missing,
-                proven,
-                lower_bound,
-            }) if level.starts_with("L2") && opt.l1.is_some() => {
+            Err(mut e @ Error::DoesNotFit { .. })
+                if opt.l1.is_some()
+                    && matches!(&e, Error::DoesNotFit { level, .. } if level.starts_with("L2")) =>
+            {
                 let l1 = opt.l1.unwrap_or(0);
                 let least = l1 / 2 <= too_small;
-                let level = match level.strip_suffix(')') {
-                    Some(l) => format!(
-                        "{l}; its tiles chosen for {l1} bytes of L1{})",
-                        if least {
-                            ", the least that holds every node's smallest tile"
-                        } else {
-                            ""
-                        }
-                    ),
-                    None => level,
-                };
-                let e = Error::DoesNotFit {
-                    level,
-                    needed,
-                    capacity,
-                    missing,
-                    proven,
-                    lower_bound,
-                };
+                if let Error::DoesNotFit { level, .. } = &mut e {
+                    if let Some(l) = level.strip_suffix(')') {
+                        *level = format!(
+                            "{l}; its tiles chosen for {l1} bytes of L1{})",
+                            if least {
+                                ", the least that holds every node's smallest tile"
+                            } else {
+                                ""
+                            }
+                        );
+                    }
+                }
                 if least {
                     return Err(e);
                 }
