@@ -137,15 +137,8 @@ fn no_nan(path: &Path, key: &str, v: &[f32]) -> Result<()> {
     }
 }
 
-/// A reference tensor conformed to its graph tensor, with no NaN in it.
-fn conform_reference(
-    v: &Tensor,
-    want: &crate::tensor::TensorType,
-    path: &Path,
-    key: &str,
-    tensor: &str,
-) -> Result<Tensor> {
-    let t = conform(v, want, path, key, tensor)?;
+/// A conformed reference tensor, refused when it holds a NaN ([`no_nan`]).
+fn reference(path: &Path, key: &str, t: Tensor) -> Result<Tensor> {
     if let Data::F32(x) = &t.data {
         no_nan(path, key, x)?;
     }
@@ -451,7 +444,7 @@ fn read_references(out_path: &Path, p: &Program, n_batches: usize) -> Result<Ref
                 format!("reference `{k}` names no tensor of the program"),
             )
         })?;
-        let v = conform_reference(v, g.ty(t), out_path, k, k)?;
+        let v = reference(out_path, k, conform(v, g.ty(t), out_path, k, k)?)?;
         ref_tensors.push((k.clone(), t, v));
     }
     Ok((ref_losses, ref_tensors))
@@ -615,7 +608,11 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
             ref_tensors.push((
                 name.clone(),
                 t,
-                conform_reference(&outputs[*k], g.ty(t), &out_path, k, &name)?,
+                reference(
+                    &out_path,
+                    k,
+                    conform(&outputs[*k], g.ty(t), &out_path, k, &name)?,
+                )?,
             ));
         }
     } else {
@@ -629,7 +626,7 @@ fn load_kernel(dir: &Path, reg: &Registry) -> Result<Fixture> {
             ref_tensors.push((
                 k.clone(),
                 t,
-                conform_reference(v, g.ty(t), &out_path, k, k)?,
+                reference(&out_path, k, conform(v, g.ty(t), &out_path, k, k)?)?,
             ));
         }
     }
