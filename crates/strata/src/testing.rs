@@ -435,6 +435,23 @@ pub const ORT_EXAMPLES: [&str; 9] = [
     "cnn_deep",
 ];
 
+/// For the benchmark binaries, which take no arguments: `--help` / `-h`
+/// prints `about` and exits 0; any other argument is an error (exit 2),
+/// so that a mistyped option does not start a full run nobody asked for.
+pub fn bench_takes_no_arguments(about: &str) {
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("--help" | "-h") => {
+            println!("{about}");
+            std::process::exit(0)
+        }
+        Some(a) => {
+            eprintln!("error: unexpected argument `{a}`: this benchmark takes none (see --help)");
+            std::process::exit(2)
+        }
+    }
+}
+
 /// The shared fixtures directory (`STRATA_SHARED`, else `../shared` beside
 /// the checkout), or `None` after printing that the caller is skipped.
 pub fn shared_dir() -> Option<std::path::PathBuf> {

@@ -232,3 +232,29 @@ fn a_closed_stdout_is_no_panic() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+/// The benchmark binaries take no arguments: `--help` says what they do
+/// (exit 0) and anything else is refused (exit 2), neither starting a run.
+#[test]
+fn benchmarks_refuse_arguments_and_answer_help() {
+    for exe in [
+        env!("CARGO_BIN_EXE_strata-bench"),
+        env!("CARGO_BIN_EXE_strata-accuracy"),
+        env!("CARGO_BIN_EXE_strata-tiling-bench"),
+    ] {
+        let help = Command::new(exe).arg("--help").output().unwrap();
+        let out = String::from_utf8_lossy(&help.stdout);
+        assert_eq!(help.status.code(), Some(0), "{exe}: {out}");
+        assert!(
+            out.contains("Usage:") && out.lines().count() == 2,
+            "{exe}: {out}"
+        );
+        let bad = Command::new(exe).arg("--l1").output().unwrap();
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{exe}: {err}");
+        assert!(
+            err.contains("unexpected argument `--l1`") && bad.stdout.is_empty(),
+            "{exe}: {err}"
+        );
+    }
+}

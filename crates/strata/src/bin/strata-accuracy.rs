@@ -67,6 +67,7 @@ fn worst(a: &mut Distance, b: &Distance) {
 }
 
 fn main() {
+    strata::testing::bench_takes_no_arguments("Accuracy against the f64 oracle, per training program and per op family: strata's interpreter, its compiled C and the fixture's reference.\nUsage: strata-accuracy (no arguments; STRATA_SHARED names ../shared)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = strata::testing::shared_dir();
     let reg = Registry::standard();

@@ -18,6 +18,7 @@ const BOUND_S: f64 = 1.0;
 const RUNS: usize = 7;
 
 fn main() {
+    strata::testing::bench_takes_no_arguments("Compile-time and memory benchmark: per example and Deeploy training fixture, the median wall time of `strata compile` against the 1 s bound and the memory the schedule saves.\nUsage: strata-bench (no arguments; STRATA_SHARED names ../shared)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = std::env::var_os("STRATA_SHARED")
         .map(PathBuf::from)

@@ -204,6 +204,9 @@ fn main() {
         }
         return;
     }
+    strata::testing::bench_takes_no_arguments(
+        "Tiling benchmark: per training program and L1 budget, the arenas against their lower bounds, simulated cycles single- and double-buffered against the compute, transfer and sequential bounds, DMA commands and the compile; then the memory hierarchy (L2 or L3 homes; untiled, single, double).\nUsage: strata-tiling-bench (no arguments; STRATA_SHARED names ../shared)",
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = std::env::var_os("STRATA_SHARED")
         .map(PathBuf::from)
