@@ -15,16 +15,30 @@ fn strata(args: &[&str]) -> (i32, String, String) {
     (out.status.code().unwrap(), o, e)
 }
 
-fn scratch(name: &str, text: &str) -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("strata-plan-{}-{name}", std::process::id()));
+/// A fresh scratch directory for one test, removed when it is dropped.
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("strata-plan-")
+        .tempdir()
+        .unwrap()
+}
+
+/// Write `text` to `name` in the test's scratch directory.
+fn scratch(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
 
 #[test]
 fn plans_checks_and_writes_offsets() {
+    let d = scratch_dir();
     // Three buffers: 0 and 1 overlap in time, 2 overlaps 1 only: the bound is 12.
-    let input = scratch("ok.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n2,3,5,4\n");
+    let input = scratch(
+        &d,
+        "ok.csv",
+        "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n2,3,5,4\n",
+    );
     let out = input.with_extension("out.csv");
     let (code, stdout, err) = strata(&[
         "plan",
@@ -59,8 +73,9 @@ fn plans_checks_and_writes_offsets() {
 /// step at -1: they plan, and the output keeps the file's own times.
 #[test]
 fn negative_times_plan_and_stay_as_written() {
+    let d = scratch_dir();
     let text = "id,lower,upper,size\n0,-1,2,4\n1,0,3,8\n2,2,5,4\n";
-    let input = scratch("negative-times.csv", text);
+    let input = scratch(&d, "negative-times.csv", text);
     let (code, out, err) = strata(&["plan", input.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
@@ -77,7 +92,8 @@ fn negative_times_plan_and_stay_as_written() {
 
 #[test]
 fn capacity_too_small_and_malformed_csv_are_errors() {
-    let input = scratch("small.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n");
+    let d = scratch_dir();
+    let input = scratch(&d, "small.csv", "id,lower,upper,size\n0,0,3,4\n1,1,4,8\n");
     let (code, _, err) = strata(&["plan", input.to_str().unwrap(), "--capacity", "10"]);
     assert_ne!(code, 0);
     assert!(
@@ -99,7 +115,7 @@ fn capacity_too_small_and_malformed_csv_are_errors() {
             "too large: the highest fixed end plus every other buffer's size and alignment - 1 add up to 18446744073709551617 bytes",
         ),
     ] {
-        let p = scratch(name, text);
+        let p = scratch(&d, name, text);
         let (code, _, err) = strata(&["plan", p.to_str().unwrap()]);
         assert_ne!(code, 0, "{name}");
         assert!(err.contains(needle), "{name}: {err}");
@@ -108,10 +124,11 @@ fn capacity_too_small_and_malformed_csv_are_errors() {
 
 #[test]
 fn node_limit_gives_the_same_placement_every_time() {
+    let d = scratch_dir();
     // A random instance whose optimum the search cannot prove in 500 nodes:
     // the budget, not the (long) time limit, ends it, at the same point.
     let p = memplan::cli::random_instance(300, 11);
-    let input = scratch("budget.csv", &memplan::csv::write(&p, None));
+    let input = scratch(&d, "budget.csv", &memplan::csv::write(&p, None));
     let budgeted = |extra: &[&str]| {
         let mut args = vec![
             "plan",
