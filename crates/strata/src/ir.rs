@@ -85,6 +85,18 @@ impl Graph {
     pub fn ty(&self, t: TensorId) -> &TensorType {
         &self.tensors[t.idx()].ty
     }
+    /// What an op sees of the tensors `ids` (a node's inputs): each one's
+    /// type, and its value when it is a compile-time constant.
+    pub fn op_inputs(&self, ids: &[Option<TensorId>]) -> Vec<Option<crate::ops::OpInput<'_>>> {
+        ids.iter()
+            .map(|o| {
+                o.map(|t| crate::ops::OpInput {
+                    ty: self.ty(t),
+                    value: self.constants.get(&t),
+                })
+            })
+            .collect()
+    }
     pub fn name(&self, t: TensorId) -> &str {
         &self.tensors[t.idx()].name
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::Result;
 use crate::fixture::{self, Fixture, Kind, Tolerance};
-use crate::ir::{Graph, Node, TensorId, TensorKind};
+use crate::ir::{Graph, Node, TensorKind};
 use crate::ops::{Attr, Attribute, Attrs, OpInput, Registry};
 use crate::program::Program;
 use crate::tensor::{Tensor, TensorType};
@@ -63,15 +63,7 @@ pub fn single_node(
             In::Absent => None,
         });
     }
-    let infer_in: Vec<_> = ins
-        .iter()
-        .map(|o| {
-            o.map(|t: TensorId| OpInput {
-                ty: g.ty(t),
-                value: g.constants.get(&t),
-            })
-        })
-        .collect();
+    let infer_in = g.op_inputs(&ins);
     let types = op.infer(&infer_in, outputs.len()).map_err(|e| e.0)?;
     let node_id = crate::ir::NodeId(0);
     let mut outs = Vec::new();

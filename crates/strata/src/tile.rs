@@ -1031,17 +1031,7 @@ fn pad_geometry(
     g: &Graph,
 ) -> Option<(crate::ops::shape::PadMode, Vec<i64>, Vec<i64>, f32)> {
     let pd = (&*n.op as &dyn std::any::Any).downcast_ref::<crate::ops::shape::Pad>()?;
-    let inputs: Vec<Option<crate::ops::OpInput>> = n
-        .inputs
-        .iter()
-        .map(|t| {
-            t.map(|t| crate::ops::OpInput {
-                ty: g.ty(t),
-                value: g.constants.get(&t),
-            })
-        })
-        .collect();
-    let (begin, end, value) = pd.pads(&inputs).ok()?;
+    let (begin, end, value) = pd.pads(&g.op_inputs(&n.inputs)).ok()?;
     Some((pd.mode, begin, end, value))
 }
 

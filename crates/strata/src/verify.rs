@@ -4,7 +4,6 @@
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, TensorKind};
-use crate::ops::OpInput;
 
 pub fn verify(g: &Graph) -> Result<()> {
     let err = |msg: String| Error::Graph {
@@ -44,16 +43,7 @@ pub fn verify(g: &Graph) -> Result<()> {
                 )));
             }
         }
-        let ins: Vec<_> = n
-            .inputs
-            .iter()
-            .map(|o| {
-                o.map(|t| OpInput {
-                    ty: g.ty(t),
-                    value: g.constants.get(&t),
-                })
-            })
-            .collect();
+        let ins = g.op_inputs(&n.inputs);
         // The output sizes decided at import stand as declarations (a
         // strided ConvGradX's dX); the rule still checks they give its inputs.
         let outs: Vec<_> = n.outputs.iter().map(|o| o.map(|t| g.ty(t))).collect();

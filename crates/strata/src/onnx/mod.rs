@@ -12,7 +12,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
-use crate::ops::{Attr, Attribute, Attrs, OpInput, Registry};
+use crate::ops::{Attr, Attribute, Attrs, Registry};
 use crate::tensor::{DType, Data, Tensor, TensorType};
 
 /// The versions of the default domain (`ai.onnx`) whose meaning strata
@@ -485,15 +485,7 @@ pub fn import_into(
                 ins.push(Some(id));
             }
         }
-        let infer_in: Vec<Option<OpInput<'_>>> = ins
-            .iter()
-            .map(|o| {
-                o.map(|t| OpInput {
-                    ty: g.ty(t),
-                    value: g.constants.get(&t),
-                })
-            })
-            .collect();
+        let infer_in = g.op_inputs(&ins);
         let declared_out: Vec<Option<&TensorType>> = np
             .output
             .iter()
