@@ -137,9 +137,9 @@ pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)>
     let mut short: Option<Error> = None;
     // The largest budget known not to hold some node's smallest tile.
     let mut too_small = 0u64;
+    let flat = plan::flat(p, target.default_level);
     loop {
         let mut choices = tile::Choices::default();
-        let flat = plan::flat(p, target.default_level);
         let dry = match tile::lower_with(p, &flat, &opt, &mut choices) {
             Ok(dry) => dry,
             Err(Error::DoesNotFit { needed, .. })
