@@ -30,6 +30,59 @@ pub fn shared_dir() -> Option<std::path::PathBuf> {
     p.is_dir().then_some(p)
 }
 
+/// What a program's output sends when its reader has gone away (a pipe
+/// into `head` closed): see [`outln!`](crate::outln) and [`run_to_closed_stdout`].
+#[derive(Debug)]
+pub struct ClosedStdout;
+
+/// Writes to stdout as `print!` does, but where the reader has gone away
+/// (`EPIPE`), ends the program by unwinding with [`ClosedStdout`], without
+/// a panic message: destructors run (a benchmark's scratch directory is
+/// removed) and [`run_to_closed_stdout`] ends the process. Any other
+/// write error is a panic, as in `print!`.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::panic::resume_unwind(Box::new(ClosedStdout));
+        }
+        panic!("failed printing to stdout: {e}");
+    }
+}
+
+/// `println!` through [`cli::out`](crate::cli::out): a closed stdout ends
+/// the program quietly instead of panicking.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::cli::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Runs a command-line program's `body`; where it ends on [`ClosedStdout`]
+/// (its output's reader went away), ends the process as a Unix filter
+/// does, by SIGPIPE (status 141 where there are no signals), after the
+/// unwinding has run every destructor. Any other panic goes on as it was.
+pub fn run_to_closed_stdout(body: impl FnOnce()) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(()) => {}
+        Err(p) if p.is::<ClosedStdout>() => {
+            #[cfg(unix)]
+            // SAFETY: restores SIGPIPE's default action and raises it; the
+            // body has returned (unwound), so nothing else runs after.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                libc::raise(libc::SIGPIPE);
+            }
+            std::process::exit(141);
+        }
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
 /// Deterministic xorshift generator for synthetic instances.
 pub(crate) struct Rng(pub(crate) u64);
 impl Rng {

@@ -193,8 +193,6 @@ fn help_describes_every_argument() {
 #[cfg(unix)]
 #[test]
 fn a_closed_stdout_is_no_panic() {
-    use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
     // A placement of 20,000 buffers: far more than a pipe holds, so strata is
     // still writing when the reader goes.
     let dir = tempfile::tempdir().unwrap();
@@ -204,13 +202,46 @@ fn a_closed_stdout_is_no_panic() {
         text.push_str(&format!("buffer_{i},{i},{},64\n", i + 2));
     }
     std::fs::write(&csv, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["plan", csv.to_str().unwrap(), "--minimize"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["plan", csv.to_str().unwrap(), "--minimize"]);
+    ends_by_sigpipe(cmd);
+}
+
+/// The benchmarks, whose reader goes away after the first byte (`| head`),
+/// end by SIGPIPE too, without a panic, and remove their scratch
+/// directories on the way (they unwind first: `memplan::cli::outln!`).
+#[cfg(unix)]
+#[test]
+fn benchmarks_end_quietly_on_a_closed_stdout() {
+    for exe in [
+        env!("CARGO_BIN_EXE_strata-bench"),
+        env!("CARGO_BIN_EXE_strata-accuracy"),
+        env!("CARGO_BIN_EXE_strata-tiling-bench"),
+    ] {
+        // Their temporary directories go here, to be seen.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(exe);
+        cmd.env("TMPDIR", tmp.path());
+        ends_by_sigpipe(cmd);
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{exe} left {left:?} in its TMPDIR");
+    }
+}
+
+/// Runs `cmd`, reads one byte of its stdout and closes it while the
+/// program still has lines to print; it must end by SIGPIPE, not a panic.
+#[cfg(unix)]
+fn ends_by_sigpipe(mut cmd: Command) {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Read one byte, then close our end while strata still has lines to print.
     let mut out = child.stdout.take().unwrap();
     let mut first = [0u8; 1];
     out.read_exact(&mut first).unwrap();
@@ -223,8 +254,12 @@ fn a_closed_stdout_is_no_panic() {
         .read_to_string(&mut err)
         .unwrap();
     let status = child.wait().unwrap();
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(status.signal(), Some(libc_sigpipe()), "{status:?}: {err}");
+    assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+    assert_eq!(
+        status.signal(),
+        Some(libc_sigpipe()),
+        "{cmd:?}: {status:?}: {err}"
+    );
 }
 
 /// SIGPIPE's number on Linux and the BSDs.

@@ -20,12 +20,16 @@
 //! high-water mark, including reading the instance) is its own. Columns:
 //! peak / lower bound, seconds of `solve`, seconds / time limit, MB.
 
-use memplan::{check, cli, csv, lower_bound, solve, Options, Problem};
+use memplan::{check, cli, csv, lower_bound, outln, solve, Options, Problem};
 use std::time::{Duration, Instant};
 
 const MINIMALLOC_TOTAL_S: f64 = 29.0;
 
 fn main() {
+    cli::run_to_closed_stdout(run)
+}
+
+fn run() {
     let mut minimize = false;
     let mut limit = Duration::from_secs(1);
     let mut only: Option<String> = None;
@@ -125,9 +129,9 @@ fn main() {
         }
         let out = cmd.output().expect("run the child");
         let text = String::from_utf8_lossy(&out.stdout);
-        print!("{text}");
+        cli::out(format_args!("{text}"));
         if !out.status.success() {
-            println!(
+            outln!(
                 "{spec}: child failed: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
@@ -146,7 +150,7 @@ fn main() {
             .flatten();
         (ratio, secs)
     };
-    println!(
+    outln!(
         "mode: {}{}{}, time limit {:.1} s per instance; one process per instance",
         if minimize { "minimize" } else { "fit capacity" },
         if no_capacity { " (no capacity)" } else { "" },
@@ -155,7 +159,7 @@ fn main() {
         )),
         limit.as_secs_f64()
     );
-    println!(
+    outln!(
         "{:<22} {:>7} {:>14} {:>14} {:>8} {:>8} {:>8} {:>6} {:>8} {:>5}",
         "instance",
         "buffers",
@@ -169,13 +173,13 @@ fn main() {
         "fits"
     );
     match cli::shared_dir() {
-        None => println!("skipped: ../shared not found (set STRATA_SHARED)"),
+        None => outln!("skipped: ../shared not found (set STRATA_SHARED)"),
         Some(dir) => {
             let root = dir.join("benchmarks/memplan");
             let mut total = 0.0;
             for sub in ["minimalloc", "real"] {
                 let Ok(files) = csv_files(&root.join(sub)) else {
-                    println!("skipped: {} not found", root.join(sub).display());
+                    outln!("skipped: {} not found", root.join(sub).display());
                     continue;
                 };
                 let mut sub_total = 0.0;
@@ -186,10 +190,10 @@ fn main() {
                     }
                     sub_total += spawn(&f.to_string_lossy()).1;
                 }
-                println!("{sub}: total {sub_total:.3} s");
+                outln!("{sub}: total {sub_total:.3} s");
                 total += sub_total;
             }
-            println!(
+            outln!(
                 "all shared: total {total:.3} s (bounds: < 1 s each, minimalloc/ < 3 s; MiniMalloc peer: ~{MINIMALLOC_TOTAL_S} s for A..K)"
             );
         }
@@ -199,7 +203,7 @@ fn main() {
         for f in files {
             total += spawn(&f.to_string_lossy()).1;
         }
-        println!(
+        outln!(
             "{}: {} instances, total {total:.3} s",
             dir.display(),
             files.len()
@@ -227,7 +231,7 @@ fn main() {
     }
     if seeds > 1 {
         for (name, w) in worst {
-            println!("{name}: worst peak/LB over {seeds} seeds {w:.4}");
+            outln!("{name}: worst peak/LB over {seeds} seeds {w:.4}");
         }
     }
 }
@@ -303,7 +307,7 @@ fn row(name: &str, p: &Problem, opts: &Options) -> f64 {
                     sol.peak - sol.lower_bound
                 )
             };
-            println!(
+            outln!(
                 "{:<22} {:>7} {:>14} {:>14} {:>8.4} {:>8.3} {:>8.3} {:>6.0} {:>8} {:>5}{}   {s:.3}",
                 name,
                 p.buffers.len(),
@@ -319,7 +323,7 @@ fn row(name: &str, p: &Problem, opts: &Options) -> f64 {
                 gap
             );
         }
-        Err(e) => println!(
+        Err(e) => outln!(
             "{name:<22} {:>7} {lb:>14}  error: {e} ({:.0} MB)   {s:.3}",
             p.buffers.len(),
             vm_hwm_mb()

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use memplan::outln;
 use strata::driver::{self, Engine};
 use strata::ops::Registry;
 use strata::oracle::Distance;
@@ -67,6 +68,10 @@ fn worst(a: &mut Distance, b: &Distance) {
 }
 
 fn main() {
+    memplan::cli::run_to_closed_stdout(run)
+}
+
+fn run() {
     strata::testing::bench_takes_no_arguments("Accuracy against the f64 oracle, per training program and per op family: strata's interpreter, its compiled C and the fixture's reference.\nUsage: strata-accuracy (no arguments; STRATA_SHARED names ../shared)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = strata::testing::shared_dir();
@@ -78,9 +83,9 @@ fn main() {
     if let Some(s) = &shared {
         models.extend(subdirs(&s.join("fixtures/deeploy/Training")));
     }
-    println!("## Training programs: distance from the f64 oracle (trained tensors: max abs / relative; losses: max abs)\n");
-    println!("| model | strata interp | strata C | reference | loss: strata | loss: reference |");
-    println!("|---|---|---|---|---|---|");
+    outln!("## Training programs: distance from the f64 oracle (trained tensors: max abs / relative; losses: max abs)\n");
+    outln!("| model | strata interp | strata C | reference | loss: strata | loss: reference |");
+    outln!("|---|---|---|---|---|---|");
     for m in &models {
         let name = m
             .strip_prefix(&root)
@@ -91,7 +96,7 @@ fn main() {
         let run = |e| driver::check(m, e, l2, None, &reg);
         match (run(Engine::Interp), run(Engine::C)) {
             (Ok(i), Ok(c)) => match (i.oracle, c.oracle) {
-                (Some(oi), Some(oc)) => println!(
+                (Some(oi), Some(oc)) => outln!(
                     "| {name} | {} | {} | {} | {} | {} |",
                     fmt(&oi.engine),
                     fmt(&oc.engine),
@@ -99,9 +104,9 @@ fn main() {
                     loss(&oi.engine),
                     loss(&oi.reference)
                 ),
-                _ => println!("| {name} | oracle failed: {:?} | | | | |", i.oracle_error),
+                _ => outln!("| {name} | oracle failed: {:?} | | | | |", i.oracle_error),
             },
-            (Err(e), _) | (_, Err(e)) => println!("| {name} | error: {e} | | | | |"),
+            (Err(e), _) | (_, Err(e)) => outln!("| {name} | error: {e} | | | | |"),
         }
     }
 
@@ -138,10 +143,10 @@ fn main() {
         let fam = n.split('_').next().unwrap_or(&n).to_string();
         add(format!("import {fam}"), &d);
     }
-    println!("\n## Op families: distance from the f64 oracle (outputs: max abs / relative, worst case of the family)\n");
-    println!("| family | tests | strata | reference |");
-    println!("|---|---|---|---|");
+    outln!("\n## Op families: distance from the f64 oracle (outputs: max abs / relative, worst case of the family)\n");
+    outln!("| family | tests | strata | reference |");
+    outln!("|---|---|---|---|");
     for (fam, (s, r, n)) in &families {
-        println!("| {fam} | {n} | {} | {} |", fmt(s), fmt(r));
+        outln!("| {fam} | {n} | {} | {} |", fmt(s), fmt(r));
     }
 }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use memplan::outln;
 use strata::driver;
 use strata::ops::Registry;
 use strata::testing::PEER_TRAINING_L2 as PEER;
@@ -18,6 +19,10 @@ const BOUND_S: f64 = 1.0;
 const RUNS: usize = 7;
 
 fn main() {
+    memplan::cli::run_to_closed_stdout(run)
+}
+
+fn run() {
     strata::testing::bench_takes_no_arguments("Compile-time and memory benchmark: per example and Deeploy training fixture, the median wall time of `strata compile` against the 1 s bound and the memory the schedule saves.\nUsage: strata-bench (no arguments; STRATA_SHARED names ../shared)");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let shared = std::env::var_os("STRATA_SHARED")
@@ -42,7 +47,7 @@ fn main() {
         if training.join(m).is_dir() {
             cases.push((m.to_string(), training.join(m)));
         } else {
-            println!("skipped {m}: {} not found", training.join(m).display());
+            outln!("skipped {m}: {} not found", training.join(m).display());
         }
     }
     let reg = Registry::standard();
@@ -55,7 +60,7 @@ fn main() {
     };
     // Each run replaces the previous run's output (a strata output).
     let out = scratch.path().join("out");
-    println!(
+    outln!(
         "{:<16} {:>5} {:>10} {:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>6} {:>9} {:>7}",
         "program",
         "nodes",
@@ -79,7 +84,7 @@ fn main() {
             match driver::compile(&dir, None, driver::DEFAULT_L2, &out, &reg) {
                 Ok(r) => last = Some(r),
                 Err(e) => {
-                    println!("{name:<16} error: {e}");
+                    outln!("{name:<16} error: {e}");
                     break;
                 }
             }
@@ -94,7 +99,7 @@ fn main() {
         let footprint = plan.arena_bytes + plan.constant_bytes;
         let peer = PEER.iter().find(|(m, _, _)| *m == name);
         let fmt_opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-        println!(
+        outln!(
             "{name:<16} {:>5} {:>10} {:>10} {:>5.1}% {:>10} {:>10} {:>10} {:>10} {:>6} {:>9.4} {:>7.4}",
             p.nodes_total(),
             s.onnx_peak,
@@ -113,9 +118,9 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
-    println!("peak: the planner's lower bound (most bytes live at once) in the ONNX order and in the chosen one;");
-    println!("footprint: arena + read-only constants; ratio: footprint / the peer's figure");
-    println!(
+    outln!("peak: the planner's lower bound (most bytes live at once) in the ONNX order and in the chosen one;");
+    outln!("footprint: arena + read-only constants; ratio: footprint / the peer's figure");
+    outln!(
         "worst median compile time {worst:.4} s = {:.4} of the {BOUND_S} s bound",
         worst / BOUND_S
     );

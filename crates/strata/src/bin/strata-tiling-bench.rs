@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use memplan::outln;
 use strata::driver::{self, Engine, Target};
 use strata::lir::{Buffering, Level};
 use strata::ops::Registry;
@@ -93,7 +94,7 @@ fn cell(dir: &Path, t: &Target) -> Result<(), String> {
     let r = driver::check_for(dir, Engine::Sim, t, None, &reg).map_err(|e| e.to_string())?;
     let sim = r.sim.as_ref().unwrap();
     let per = |total: u64, steps: u64| total as f64 / steps.max(1) as f64;
-    println!(
+    outln!(
         "CELL\t{}\t{}\t{}\t{}\t{}\t{:.0}\t{:.0}\t{}\t{}\t{}\t{}\t{:.4}\t{:.1}\t{}\t{}\t{:.4}\t{}\t{}\t{}",
         lir.arena(Level::L1),
         lir.lower_bounds.get(&Level::L1).copied().unwrap_or(0),
@@ -197,10 +198,14 @@ fn run_cell(
 }
 
 fn main() {
+    memplan::cli::run_to_closed_stdout(run)
+}
+
+fn run() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--cell") {
         if let Err(e) = cell(Path::new(&args[2]), &target(&args[3..])) {
-            println!("error: {e}");
+            outln!("error: {e}");
         }
         return;
     }
@@ -220,10 +225,10 @@ fn main() {
         if training.join(m).is_dir() {
             cases.push((m.to_string(), training.join(m)));
         } else {
-            println!("skipped {m}: {} not found", training.join(m).display());
+            outln!("skipped {m}: {} not found", training.join(m).display());
         }
     }
-    println!(
+    outln!(
         "{:<12} {:>7} {:>15} {:>17} {:>12} {:>12} {:>6} {:>10} {:>10} {:>7} {:>7} {:>9} {:>8} {:>8} {:>5}",
         "program", "L1", "L1 arena/bound", "L2 arena/bound", "cycles SB", "cycles DB", "DB/SB", "train/step", "opt/step", "/bound", "/seq", "DMA/step", "compile", "peak MB", "ok"
     );
@@ -237,7 +242,7 @@ fn main() {
             let (sb, db) = match (sb, db) {
                 (Ok(s), Ok(d)) => (s, d),
                 (Err(e), _) | (_, Err(e)) => {
-                    println!("{name:<12} {l1:>7} error: {e}");
+                    outln!("{name:<12} {l1:>7} error: {e}");
                     continue;
                 }
             };
@@ -249,7 +254,7 @@ fn main() {
             if db.total > sb.total {
                 db_slower += 1;
             }
-            println!(
+            outln!(
                 "{name:<12} {l1:>7} {:>15} {:>17} {:>12} {:>12} {:>6.3} {:>10.0} {:>10.0} {:>7.3} {:>7.3} {:>9} {:>7.3}s {:>8.1} {:>5}",
                 format!("{}/{}", db.l1, db.l1_lb),
                 format!("{}/{}", db.l2, db.l2_lb),
@@ -266,7 +271,7 @@ fn main() {
                 sb.ok && db.ok,
             );
             if name == "ResNet8" {
-                println!(
+                outln!(
                     "{:<12} {l1:>7} compile {:.3} s wall = {:.3} of the {COMPILE_BOUND_S} s bound ({:.3} s CPU); peak {:.1} MB = {:.3} of {MEMORY_BOUND_MB} MB; emitted C {} bytes",
                     "",
                     db.compile_s,
@@ -280,9 +285,9 @@ fn main() {
             let _ = (sb.l1, sb.train, sb.opt);
         }
     }
-    println!("worst simulated cycles / max(compute bound, transfer bound), double-buffered: {worst_ratio:.3}");
-    println!("worst simulated cycles / sequential bound (Σ per node of max(its compute, its transfers)): {worst_seq:.3}");
-    println!("cells where double buffering is slower than single: {db_slower}");
+    outln!("worst simulated cycles / max(compute bound, transfer bound), double-buffered: {worst_ratio:.3}");
+    outln!("worst simulated cycles / sequential bound (Σ per node of max(its compute, its transfers)): {worst_seq:.3}");
+    outln!("cells where double buffering is slower than single: {db_slower}");
     for m in ["cnn_big", "vit_big", "mobilenet"] {
         let d = root.join("examples/ort").join(m);
         if d.is_dir() {
@@ -296,10 +301,10 @@ fn main() {
 fn levels(cases: &[(String, PathBuf)]) {
     const L1: u64 = 128_000;
     const L2: u64 = 2_000_000;
-    println!(
+    outln!(
         "\nmemory hierarchy: L1 {L1}, L2 {L2}; cycles per training step / per optimizer step; arenas in bytes (L3: - when none)"
     );
-    println!(
+    outln!(
         "{:<14} {:>5} {:<8} {:>12} {:>10} {:>8} {:>9} {:>9}  {:>8} {:>8}  {:>5}",
         "program",
         "home",
@@ -331,7 +336,7 @@ fn levels(cases: &[(String, PathBuf)]) {
             for (run, l1, b) in runs {
                 match run_cell(dir, l1, b, level, L2) {
                     Ok(r) => {
-                        println!(
+                        outln!(
                             "{name:<14} {level:>5} {run:<8} {:>12.0} {:>10.0} {:>8} {:>9} {:>9}  {:>7.3}s {:>8.1}  {:>5}",
                             r.train,
                             r.opt,
@@ -362,7 +367,7 @@ fn levels(cases: &[(String, PathBuf)]) {
                         cyc.push(Some(r.total));
                     }
                     Err(e) => {
-                        println!("{name:<14} {level:>5} {run:<8} error: {e}");
+                        outln!("{name:<14} {level:>5} {run:<8} error: {e}");
                         cyc.push(None);
                     }
                 }
@@ -379,13 +384,13 @@ fn levels(cases: &[(String, PathBuf)]) {
         }
     }
     for (name, s, cpu, bound, mb) in bounds {
-        println!(
+        outln!(
             "compile {name} (default level L3, double-buffered): {s:.3} s wall = {:.3} of the {bound} s bound ({cpu:.3} s CPU); peak {mb:.1} MB = {:.3} of {MEMORY_BOUND_MB} MB",
             s / bound,
             mb / MEMORY_BOUND_MB
         );
     }
-    println!(
+    outln!(
         "(program, L1) cells where double buffering at L3 is slower than single: {l3_db_slower}"
     );
 }
