@@ -254,10 +254,10 @@ def gelu_grad(rng, case, domain):
     write(case, nodes, ins, [vi("dx", [2, 16]), vi("y", [2, 16])], ins, refs)
 
 
-def mse(rng, case, domain):
+def mse(rng, case, domain, shape=(4, 6)):
     """MSELoss(pred, target) = mean squared error; MSELossGrad(pred, target)
     = 2 (pred - target) / numel, without dY."""
-    p, t = rand(rng, 4, 6), rand(rng, 4, 6)
+    p, t = rand(rng, *shape), rand(rng, *shape)
     d = f64(p) - f64(t)
     nodes = [
         helper.make_node("MSELoss", ["pred", "target"], ["loss"], domain=domain),
@@ -265,7 +265,7 @@ def mse(rng, case, domain):
     ]
     ins = {"pred": p, "target": t}
     refs = {"loss": np.array((d * d).mean()), "grad": 2 * d / d.size}
-    write(case, nodes, ins, [vi("loss", []), vi("grad", [4, 6])], ins, refs)
+    write(case, nodes, ins, [vi("loss", []), vi("grad", list(shape))], ins, refs)
 
 
 def gap_grad(rng, case, domain):
@@ -345,6 +345,19 @@ def conv_grad_x(rng, case, hx):
                             strides=[s, s], pads=[p] * 4, group=1)
     ins = {"dy": dy, "w": w}
     write(case, [node], ins, [vi("dx", [1, cin, hx, hx])], ins, {"dx": dx})
+
+
+def conv_grad_x_rows(rng, case, cin, cout, group, hw, k, s, p):
+    """ConvGradX(dY, W) -> dX (batch 2) at stride s, large enough that a
+    small L1 cuts dX's rows; dX is declared, as dY alone may not give its
+    size (rows and columns past the last window)."""
+    w = rand(rng, cout, cin // group, k, k)
+    dy = rand(rng, 2, cout, conv_out(hw[0], k, s, p), conv_out(hw[1], k, s, p))
+    dx, _ = conv_grads(np.zeros((2, cin, *hw)), f64(w), f64(dy), s, p, group)
+    node = helper.make_node("ConvGradX", ["dy", "w"], ["dx"], kernel_shape=[k, k],
+                            strides=[s, s], pads=[p] * 4, group=group)
+    ins = {"dy": dy, "w": w}
+    write(case, [node], ins, [vi("dx", list(dx.shape))], ins, {"dx": dx})
 
 
 def conv_fwd(x, w, b, s, pads, group):
@@ -547,6 +560,14 @@ def main():
     pad_case(rng, "pad_attr_rows", (2, 3, 8, 6), [0, 0, 2, 1], [0, 0, 3, 1], "constant",
              value=-1.0, opset=10)
     pad_case(rng, "pad_reflect", (2, 4, 9, 6), [0, 0, 2, 1], [0, 0, 1, 2], "reflect")
+    # Cut across tiles at a small L1 (tests/tiling.rs): the loss sums over
+    # tiles, its gradient element-wise; strided ConvGradX by rows of dX
+    # (ungrouped with a row past the last window, depthwise, and a 1x1
+    # kernel whose windows skip every other row).
+    mse(rng, "mse_tiled", MS, shape=(6, 40))
+    conv_grad_x_rows(rng, "conv_grad_x_s2_rows", 3, 4, 1, (14, 10), 3, 2, 1)
+    conv_grad_x_rows(rng, "conv_grad_x_depthwise_s2_rows", 4, 4, 4, (13, 9), 3, 2, 1)
+    conv_grad_x_rows(rng, "conv_grad_x_1x1_s2_rows", 4, 6, 1, (12, 8), 1, 2, 0)
 
 
 if __name__ == "__main__":
