@@ -83,7 +83,7 @@ void st_mse_loss(void *args) {
         float d = a->p[i] - a->t[i];
         st_psum_add(&sum, d * d);
     }
-    a->loss[0] = st_psum_total(&sum) / (float)a->n;
+    a->loss[0] = st_psum_total(&sum) / (float)(a->div ? a->div : a->n);
 }
 
 void st_mse_loss_grad(void *args) {

@@ -26,7 +26,9 @@ typedef struct {
 } st_sce_loss_grad_args;
 void st_sce_loss_grad(void *args);
 
-typedef struct { const float *p, *t; float *loss; int n; } st_mse_loss_args;
+/* loss = sum (p - t)^2 / div over n elements; div 0 is n (a tile of a loss
+ * cut across tiles divides by the whole node's count). */
+typedef struct { const float *p, *t; float *loss; int n, div; } st_mse_loss_args;
 void st_mse_loss(void *args);
 
 typedef struct { const float *p, *t; float *dp; int n; float scale; } st_mse_loss_grad_args;

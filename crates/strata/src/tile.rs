@@ -127,6 +127,11 @@ pub enum Retile {
     /// this many values: a tile that holds only part of them divides its
     /// sum by the node's count, so the tiles' partial means add up.
     Mean(usize),
+    /// MSELoss or MSELossGrad, whose mean is over this many values (every
+    /// element of its inputs): a tile that holds only part of them divides
+    /// by the node's count (the loss: its partial sum, so the tiles'
+    /// partial means add up; the gradient: its scale, `2 / count`).
+    Count(usize),
 }
 
 /// Right-aligned (numpy broadcast) axis map of a rank-`r` operand in a rank-`rank` space.
@@ -777,7 +782,7 @@ fn attr_space(
     ins: &[Option<&TensorType>],
     outs: &[Option<&TensorType>],
 ) -> Option<Space> {
-    use crate::ops::{basic, ort, train, transformer};
+    use crate::ops::{basic, loss, ort, train, transformer};
     let op: &dyn std::any::Any = &*n.op;
     let y = outs.first().copied().flatten()?;
     let r = y.shape.len();
@@ -848,6 +853,33 @@ fn attr_space(
             outputs: vec![Some(ident)],
             ..Default::default()
         });
+    }
+    if op.is::<loss::Mse>() {
+        // MSELoss: a sum over every element of (pred, target) to a scalar.
+        // Every axis is reduced (`Space::reduce`): a tile's op sums its
+        // part, divided by the node's count (`Retile::Count`), and the
+        // tiles accumulate into the loss.
+        let p = ins.first().copied().flatten()?;
+        let rp = p.shape.len();
+        if rp == 0 || r != 0 {
+            return None;
+        }
+        let by_elem: AxisMap = (0..rp).map(Some).collect();
+        return Some(Space {
+            dims: p.shape.clone(),
+            parallel: vec![false; rp],
+            reduce: vec![true; rp],
+            retile: Retile::Count(p.numel()),
+            inputs: ins.iter().map(|t| t.map(|_| by_elem.clone())).collect(),
+            outputs: vec![Some(vec![])],
+            ..Default::default()
+        });
+    }
+    if op.is::<loss::MseGrad>() {
+        // MSELossGrad: element-wise, each tile scaling by the node's count.
+        let mut sp = elementwise(ins, outs, &[])?;
+        sp.retile = Retile::Count(y.numel());
+        return Some(sp);
     }
     // A matrix product over the last two axes: Y [.., M, N] = A [.., M, K] B [.., K, N].
     let matmul = |ta: bool, tb: bool| -> Option<Space> {
@@ -2141,6 +2173,19 @@ fn tile_op(
                     divisor: Some(count),
                 }) as std::sync::Arc<dyn crate::ops::Op>
             })
+        }
+        Retile::Count(count) => {
+            use crate::ops::loss::{Mse, MseGrad};
+            let held: usize = tile.iter().map(|(a, b)| b - a).product();
+            if held == count {
+                None
+            } else if op.is::<Mse>() {
+                Some(std::sync::Arc::new(Mse { count: Some(count) }))
+            } else if op.is::<MseGrad>() {
+                Some(std::sync::Arc::new(MseGrad { count: Some(count) }))
+            } else {
+                None
+            }
         }
         Retile::TRows { group } => {
             let c = op.downcast_ref::<ConvGrad>()?;

@@ -101,26 +101,13 @@ fn a_tile_that_does_not_fit_is_a_clear_error() {
 #[test]
 fn a_too_small_l1_asks_for_what_the_whole_program_needs() {
     let reg = Registry::standard();
-    let need = |dir: &Path, l1: u64| -> (u64, String) {
-        let e = driver::check_for(dir, Engine::Sim, &target(l1, Buffering::Double), None, &reg)
-            .expect_err("L1 too small")
-            .to_string();
-        let n = e
-            .split("needs at least ")
-            .nth(1)
-            .and_then(|s| s.split(' ').next())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no figure in: {e}"));
-        let node = e.split('`').nth(1).unwrap_or_default().to_string();
-        (n, node)
-    };
     for m in ["mlp", "ort/cnn_deep"] {
         let dir = workspace().join("examples").join(m);
-        let (n, node) = need(&dir, 100);
+        let (n, node) = l1_need(&dir, 100);
         let r = driver::check_for(&dir, Engine::Sim, &target(n, Buffering::Double), None, &reg)
             .unwrap_or_else(|e| panic!("{m}: the error asked for {n} bytes of L1, but: {e}"));
         assert!(r.ok, "{m} at L1 = {n}");
-        assert_eq!(need(&dir, n - 1), (n, node), "{m} one byte short");
+        assert_eq!(l1_need(&dir, n - 1), (n, node), "{m} one byte short");
         let e = driver::check_for(
             &dir,
             Engine::Sim,
@@ -135,6 +122,24 @@ fn a_too_small_l1_asks_for_what_the_whole_program_needs() {
             "{m}: {e}"
         );
     }
+}
+
+/// What the error for `dir` at an L1 of `l1` bytes (too small) asks for:
+/// the L1 the whole program needs (the largest of its nodes' smallest
+/// tiles) and the node that needs it.
+fn l1_need(dir: &Path, l1: u64) -> (u64, String) {
+    let reg = Registry::standard();
+    let e = driver::check_for(dir, Engine::Sim, &target(l1, Buffering::Double), None, &reg)
+        .expect_err("L1 too small")
+        .to_string();
+    let n = e
+        .split("needs at least ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no figure in: {e}"));
+    let node = e.split('`').nth(1).unwrap_or_default().to_string();
+    (n, node)
 }
 
 fn lowered(dir: &Path, l1: u64, b: Buffering) -> (strata::program::Program, lir::Lir) {
@@ -1028,6 +1033,12 @@ fn cut_and_checked(dir: &Path, l1: u64, op: &str) -> Vec<String> {
                 t.tiles,
                 t.how
             );
+            assert!(
+                t.l1_bytes <= l1,
+                "{} at L1 {l1} {b:?}: {op} takes {} bytes of L1",
+                dir.display(),
+                t.l1_bytes
+            );
             format!("{}: {}", t.tiles, t.how)
         })
         .to_vec()
@@ -1042,10 +1053,14 @@ type CutCase<'a> = (&'a str, u64, &'a str, &'a [&'a str], &'a [&'a str]);
 /// `keeps`, in the simulator and both C targets within numpy's float64
 /// reference; the cases run in parallel.
 fn import_cases_cut(cases: &[CutCase]) {
-    let imp = workspace().join("examples/import");
+    cases_cut(&workspace().join("examples/import"), cases);
+}
+
+/// [`import_cases_cut`] for the cases under `root`.
+fn cases_cut(root: &Path, cases: &[CutCase]) {
     std::thread::scope(|sc| {
         for &(case, l1, op, cuts, keeps) in cases {
-            let dir = imp.join(case);
+            let dir = root.join(case);
             sc.spawn(move || {
                 for how in cut_and_checked(&dir, l1, op) {
                     eprintln!("{case} at L1 {l1}: {how}");
@@ -1157,6 +1172,77 @@ fn pads_tile_by_rows() {
 #[test]
 fn deeploy_pad_tiles_by_rows() {
     deeploy_cases_cut_by_rows(&[("Pad", "Pad")]);
+}
+
+/// Each of `cases` (a directory under `root`, the L1 its smallest tile
+/// needed before its op had a tiling rule, or one that cuts it this way)
+/// needs less L1 now: the program's least L1 (its largest node's smallest
+/// tile, asked for by the error at 16 bytes) is below that figure.
+fn needs_less_l1(root: &Path, cases: &[(&str, u64)]) {
+    for &(case, before) in cases {
+        let (need, node) = l1_need(&root.join(case), 16);
+        eprintln!("{case}: needs {need} bytes of L1 (node `{node}`), before {before}");
+        assert!(
+            need < before,
+            "{case}: needs {need} bytes of L1 (node `{node}`), not less than {before}"
+        );
+    }
+}
+
+/// MSELoss and MSELossGrad, which ran as one tile (mse_tiled, [6, 40]: the
+/// gradient's 2,880 bytes and the loss's 1,936 set the program's least L1),
+/// are cut below those: each tile of the loss sums its part divided by the
+/// node's element count and the tiles accumulate into the loss; each tile
+/// of the gradient scales by 2 / the node's count. Also double-buffered
+/// where the model picks it for an accumulating loss (L1 1,500) and for
+/// the gradient (1,000).
+#[test]
+fn mse_loss_and_its_gradient_tile() {
+    needs_less_l1(
+        &workspace().join("examples/import"),
+        &[("mse_tiled", 1_936)],
+    );
+    import_cases_cut(&[
+        ("mse_tiled", 600, "MSELoss", &[], &[]),
+        ("mse_tiled", 600, "MSELossGrad", &[], &[]),
+        ("mse_tiled", 1_500, "MSELoss", &[], &["single-buffered"]),
+        ("mse_tiled", 1_000, "MSELossGrad", &[], &["single-buffered"]),
+    ]);
+}
+
+/// The peer's fixtures (under `fixtures/deeploy`) `cases` cut as
+/// [`import_cases_cut`] cuts the generated ones.
+fn deeploy_cases_cut(cases: &[CutCase]) {
+    let Some(s) = shared() else {
+        eprintln!("skipped: ../shared not found");
+        return;
+    };
+    cases_cut(&s.join("fixtures/deeploy"), cases);
+}
+
+/// The peer's MSELoss and MSELossGrad kernel tests (one tile of 272 and
+/// 384 bytes before) and the Autoencoder, whose MSELossGrad (1,536 bytes
+/// whole) set its least L1, are cut below those and still meet ONNX
+/// Runtime's references.
+#[test]
+fn deeploy_mse_tiles() {
+    let Some(s) = shared() else {
+        eprintln!("skipped: ../shared not found");
+        return;
+    };
+    needs_less_l1(
+        &s.join("fixtures/deeploy"),
+        &[
+            ("Kernels/FP32/MSELoss", 272),
+            ("Kernels/FP32/MSELossGrad", 384),
+            ("Training/Autoencoder", 1_536),
+        ],
+    );
+    deeploy_cases_cut(&[
+        ("Kernels/FP32/MSELoss", 200, "MSELoss", &[], &[]),
+        ("Kernels/FP32/MSELossGrad", 200, "MSELossGrad", &[], &[]),
+        ("Training/Autoencoder", 1_400, "MSELossGrad", &[], &[]),
+    ]);
 }
 
 mod fuzz {

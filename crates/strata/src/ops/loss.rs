@@ -25,14 +25,14 @@ pub fn register(r: &mut Registry) {
             a.string_or("reduction", "mean") != "mean",
             "MSELoss reduction other than mean",
         )?;
-        boxed(Mse)
+        boxed(Mse { count: None })
     });
     r.add(&["", MS], "MSELossGrad", Arity::exactly(2), |a| {
         a.reject_if(
             a.string_or("reduction", "mean") != "mean",
             "MSELossGrad reduction other than mean",
         )?;
-        boxed(MseGrad)
+        boxed(MseGrad { count: None })
     });
 }
 
@@ -368,7 +368,12 @@ impl Op for SceGrad {
 
 /// Mean squared error over all elements: `mean((p - t)^2)`.
 #[derive(Debug)]
-pub struct Mse;
+pub struct Mse {
+    /// What the sum divides by, when not the element count of its inputs:
+    /// a tile of a loss cut across tiles divides by the whole node's
+    /// count, so the tiles' partial means add up to the loss.
+    pub count: Option<usize>,
+}
 
 fn mse_check(inputs: &[Option<OpInput<'_>>]) -> Result<TensorType, OpError> {
     let p = req(inputs, 0)?.ty;
@@ -398,13 +403,14 @@ impl Op for Mse {
             let p = arg(inputs, 0)?.as_real::<R>();
             let t = arg(inputs, 1)?.as_real::<R>();
             let acc = super::util::psum(p.iter().zip(t).map(|(&a, &b)| (a - b) * (a - b)));
-            Ok(vec![Tensor::real::<R>(vec![], vec![acc / R::from_usize(p.len())])])
+            let count = R::from_usize(self.count.unwrap_or(p.len()));
+            Ok(vec![Tensor::real::<R>(vec![], vec![acc / count])])
         })
     }
     fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         let n = k.input(0)?.numel();
         k.input(1)?;
-        Ok(vec![KernelCall::new(
+        let mut call = KernelCall::new(
             "st_mse_loss",
             vec![
                 ("p", Arg::input(0)),
@@ -412,13 +418,21 @@ impl Op for Mse {
                 ("loss", Arg::output(0)),
                 ("n", Arg::int(n)),
             ],
-        )])
+        );
+        if let Some(c) = self.count {
+            call.args.push(("div", Arg::int(c)));
+        }
+        Ok(vec![call])
     }
 }
 
 /// Gradient of [`Mse`] with respect to the prediction: `2 (p - t) / N`.
 #[derive(Debug)]
-pub struct MseGrad;
+pub struct MseGrad {
+    /// `N`, when not the element count of its inputs: a tile of the
+    /// gradient scales by the whole node's count.
+    pub count: Option<usize>,
+}
 
 impl Op for MseGrad {
     fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
@@ -432,7 +446,7 @@ impl Op for MseGrad {
         crate::by_real!(inputs, R => {
             let p = arg(inputs, 0)?;
             let t = arg(inputs, 1)?.as_real::<R>();
-            let scale = R::from_f32(2.0) / R::from_usize(p.numel());
+            let scale = R::from_f32(2.0) / R::from_usize(self.count.unwrap_or(p.numel()));
             let v = p
                 .as_real::<R>()
                 .iter()
@@ -452,7 +466,7 @@ impl Op for MseGrad {
                 ("t", Arg::input(1)),
                 ("dp", Arg::output(0)),
                 ("n", Arg::int(n)),
-                ("scale", Arg::Float(2.0 / n as f32)),
+                ("scale", Arg::Float(2.0 / self.count.unwrap_or(n) as f32)),
             ],
         )])
     }
