@@ -96,7 +96,8 @@ pub enum Retile {
     /// The node's op runs every tile.
     #[default]
     Same,
-    /// A depthwise convolution: the tile's group count is its extent on this space axis.
+    /// A depthwise convolution without rows (not 2D): the tile's group
+    /// count is its extent on this space axis.
     Group(usize),
     /// The window of `Space::windows`: the tile's pads along the first
     /// spatial axis, and for a depthwise convolution its group count, the
@@ -405,24 +406,19 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
         let mut reduce = vec![];
         let mut windows = vec![];
         let mut twindows = vec![];
-        let mut retile = if dw {
-            Retile::Group(if out_kind(o) == 0 { 1 } else { 0 })
-        } else {
-            Retile::Same
-        };
+        let retile;
         match out_kind(o) {
             0 => {
                 // dX [N, C_in, H, W], also by rows of dX through the
-                // transposed windows of dY (ConvGradX, whose dX size comes
-                // from the declared output, only at stride 1).
-                let rows = n.op_type == "ConvGrad" || win.1 == 1;
-                if rows {
-                    twindows = vec![(0, 2, 2, win.0, win.1, win.2)];
-                    retile = Retile::TRows {
-                        group: dw.then_some(1),
-                    };
-                }
-                parallel = vec![true, true, rows, false];
+                // transposed windows of dY. dX's rows are the output's
+                // (ConvGradX: the declared dX, which a strided dY alone
+                // does not determine), and a tile's op takes its dX rows
+                // from its output tile, with the pads inside them.
+                twindows = vec![(0, 2, 2, win.0, win.1, win.2)];
+                retile = Retile::TRows {
+                    group: dw.then_some(1),
+                };
+                parallel = vec![true, true, true, false];
                 inputs[0] = Some(if dw {
                     map(4, &[(0, 0), (1, 1)])
                 } else {
@@ -436,11 +432,7 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                     });
                 }
                 if let Some(xi) = xi {
-                    inputs[xi] = Some(if rows {
-                        map(4, &[(0, 0), (1, 1), (2, 2)])
-                    } else {
-                        map(4, &[(0, 0), (1, 1)])
-                    });
+                    inputs[xi] = Some(map(4, &[(0, 0), (1, 1), (2, 2)]));
                     shape_only.push(xi);
                 }
             }
@@ -1301,14 +1293,19 @@ fn windows_of(sp: &Space, i: Option<usize>) -> Vec<Win> {
 }
 
 /// The rows `[o0, o1)` of dY (of `oh` rows) that reach dX rows `[i0, i1)`
-/// through a convolution's windows.
+/// through a convolution's windows. The first is never a window that
+/// starts after row `i0` (the tile's pad before, `p + i0 - o0 s`, is not
+/// negative): where no window reaching `i0` starts at or before it (a
+/// kernel shorter than the stride, pads wider than the kernel), it is the
+/// last window starting before the tile, which reads only that pad.
 fn trows(oh: usize, (i0, i1): (usize, usize), k: usize, s: usize, p: usize) -> (usize, usize) {
     let lo = i0 as i64 + p as i64 - k as i64 + 1;
-    let o0 = if lo <= 0 {
+    let reach = if lo <= 0 {
         0
     } else {
         (lo as usize).div_ceil(s)
     };
+    let o0 = reach.min((i0 + p) / s);
     let o1 = ((i1 - 1 + p) / s + 1).min(oh);
     (o0.min(o1), o1)
 }
@@ -1892,9 +1889,22 @@ fn choose(
             }
         }
     }
+    let wins = window_geometry(n, g, sp);
     for t in cands {
         let ntiles = t.count(&sp.dims);
         if ntiles > 65_536 {
+            continue;
+        }
+        // A tile of dX rows must read some dY row: a tile past the last
+        // window (dX rows that only the declared dX has) reads none.
+        if !sp.twindows.is_empty()
+            && t.classes(&sp.dims, &wins).iter().any(|(tile, _)| {
+                wins.iter().filter(|w| w.5).any(|w| {
+                    let (o0, o1) = trows(w.1, tile[w.0], w.2, w.3, w.4);
+                    o0 == o1
+                })
+            })
+        {
             continue;
         }
         let st = streams(n, g, ph, sp, &t, buffering);
@@ -2073,21 +2083,11 @@ fn tile_op(
     match sp.retile {
         Retile::Same => None,
         Retile::Group(axis) => {
-            let group = tile[axis].1 - tile[axis].0;
-            if let Some(c) = op.downcast_ref::<Conv>() {
-                Some(std::sync::Arc::new(Conv {
-                    win: c.win.clone(),
-                    group,
-                }))
-            } else {
-                op.downcast_ref::<ConvGrad>().map(|c| {
-                    std::sync::Arc::new(ConvGrad {
-                        win: c.win.clone(),
-                        group,
-                        kind: c.kind,
-                    }) as std::sync::Arc<dyn crate::ops::Op>
-                })
-            }
+            let c = op.downcast_ref::<Conv>()?;
+            Some(std::sync::Arc::new(Conv {
+                win: c.win.clone(),
+                group: tile[axis].1 - tile[axis].0,
+            }))
         }
         Retile::Rows { group } => {
             let c = op.downcast_ref::<Conv>()?;

@@ -1210,6 +1210,68 @@ fn mse_loss_and_its_gradient_tile() {
     ]);
 }
 
+/// Strided ConvGradX (stride 2, batch 2), which was cut by channels only,
+/// is cut by rows of dX through dY's transposed windows at an L1 its former
+/// smallest tile does not fit: ungrouped 3x3 (1,264 bytes), depthwise 3x3
+/// (672) and a 1x1 kernel whose windows skip every other row of dX (992).
+#[test]
+fn strided_conv_grad_x_tiles_by_rows() {
+    needs_less_l1(
+        &workspace().join("examples/import"),
+        &[
+            ("conv_grad_x_s2_rows", 1_264),
+            ("conv_grad_x_depthwise_s2_rows", 672),
+            ("conv_grad_x_1x1_s2_rows", 992),
+        ],
+    );
+    import_cases_cut(&[
+        ("conv_grad_x_s2_rows", 800, "ConvGradX", &["axis 2"], &[]),
+        (
+            "conv_grad_x_depthwise_s2_rows",
+            400,
+            "ConvGradX",
+            &["axis 1", "axis 2"],
+            &[],
+        ),
+        (
+            "conv_grad_x_1x1_s2_rows",
+            400,
+            "ConvGradX",
+            &["axis 2"],
+            &[],
+        ),
+    ]);
+}
+
+/// A strided ConvGradX whose kernel is shorter than its stride and whose
+/// pads are as wide as its kernel (1x1, stride 2, pad 1: dY's first row
+/// reads only the pad, dX's even rows no dY row). A tile of dX rows takes
+/// dY from the last window that starts at or before its first row, so the
+/// node runs with its rows whole where they fit and by rows of dX below
+/// that, bit for bit the interpreter's.
+#[test]
+fn strided_conv_grad_x_with_pads_as_wide_as_its_kernel_tiles_by_rows() {
+    let mut rng = Rng(31);
+    // dX [2, 4, 11, 7]; one batch of dY is 840 bytes, so 600 cuts rows.
+    let dy = rng.tensor(&[2, 6, 7, 5]);
+    let w = rng.tensor(&[6, 4, 1, 1]);
+    let attrs = [
+        attr_ints("kernel_shape", &[1, 1]),
+        attr_ints("strides", &[2, 2]),
+        attr_ints("pads", &[1, 1, 1, 1]),
+    ];
+    let ins = || vec![data(&dy), data(&w)];
+    let cut = splits_exactly(strata::ops::MS, "ConvGradX", &attrs, ins(), &[true], &[600]);
+    let (ins, vals): (Vec<In>, Vec<Option<Tensor>>) = ins().into_iter().unzip();
+    let g = single_node(strata::ops::MS, "ConvGradX", &attrs, ins, &[true]).unwrap();
+    let vals = vals.into_iter().flatten().collect();
+    let whole = run_tiled(g, vals, 128_000, Buffering::Double).unwrap();
+    let how = &whole.tilings[0].how;
+    assert!(!how.contains("axis 2"), "rows cut at 128,000: {how}");
+    assert!(whole.sim[0].to_le_bytes() == cut[0].to_le_bytes());
+    assert!(whole.c[0].to_le_bytes() == cut[0].to_le_bytes());
+}
+
 /// The peer's fixtures (under `fixtures/deeploy`) `cases` cut as
 /// [`import_cases_cut`] cuts the generated ones.
 fn deeploy_cases_cut(cases: &[CutCase]) {
@@ -1218,6 +1280,48 @@ fn deeploy_cases_cut(cases: &[CutCase]) {
         return;
     };
     cases_cut(&s.join("fixtures/deeploy"), cases);
+}
+
+/// The peer's strided depthwise ConvGradX kernel tests, cut by channels
+/// only before (smallest tiles: block_1_s2 11,568 bytes, block_3_s2 2,928,
+/// block_11_s2 240), are cut by rows below those.
+#[test]
+fn deeploy_strided_conv_grad_x_tiles_by_rows() {
+    let Some(s) = shared() else {
+        eprintln!("skipped: ../shared not found");
+        return;
+    };
+    needs_less_l1(
+        &s.join("fixtures/deeploy/Kernels/FP32"),
+        &[
+            ("ConvGradX_DW_block_1_s2", 11_568),
+            ("ConvGradX_DW_block_3_s2", 2_928),
+            ("ConvGradX_DW_block_11_s2", 240),
+        ],
+    );
+    deeploy_cases_cut(&[
+        (
+            "Kernels/FP32/ConvGradX_DW_block_1_s2",
+            6_000,
+            "ConvGradX",
+            &["axis 2"],
+            &[],
+        ),
+        (
+            "Kernels/FP32/ConvGradX_DW_block_3_s2",
+            2_000,
+            "ConvGradX",
+            &["axis 2"],
+            &[],
+        ),
+        (
+            "Kernels/FP32/ConvGradX_DW_block_11_s2",
+            200,
+            "ConvGradX",
+            &["axis 2"],
+            &[],
+        ),
+    ]);
 }
 
 /// The peer's MSELoss and MSELossGrad kernel tests (one tile of 272 and
