@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
@@ -46,12 +47,15 @@ pub struct TensorInfo {
     pub producer: Option<NodeId>,
 }
 
+#[derive(Clone)]
 pub struct Node {
     /// The node's name in the ONNX file, or a generated `<op_type>_<index>`.
     pub name: String,
     pub domain: String,
     pub op_type: String,
-    pub op: Box<dyn Op>,
+    /// Shared, not owned: an op is immutable once parsed, and a program
+    /// copied to be prepared again (`driver::plan_and_lower`) shares its ops.
+    pub op: Arc<dyn Op>,
     /// Inputs by position; `None` where an optional input is omitted.
     pub inputs: Vec<Option<TensorId>>,
     /// Outputs by position; `None` where an optional output is not requested.
@@ -65,7 +69,7 @@ impl fmt::Debug for Node {
 }
 
 /// A graph in topological order.
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct Graph {
     pub tensors: Vec<TensorInfo>,
     pub nodes: Vec<Node>,

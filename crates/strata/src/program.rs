@@ -52,6 +52,7 @@ impl Role {
     }
 }
 
+#[derive(Clone)]
 pub struct Program {
     pub graph: Graph,
     /// `graph.nodes[..train_end]` is the training step; the rest is the optimizer.
@@ -373,7 +374,7 @@ fn push_node(
         name,
         domain: crate::ops::STRATA.to_string(),
         op_type: op_type.to_string(),
-        op,
+        op: op.into(),
         inputs: inputs.into_iter().map(Some).collect(),
         outputs: ids.iter().map(|&i| Some(i)).collect(),
     });
@@ -608,7 +609,7 @@ fn lower_ort_optimizer(g: &mut Graph, m: &onnx::Model, path: &Path) -> Result<Te
             name: format!("{nname}/{param}"),
             domain: ms.to_string(),
             op_type: ORT_SGD.to_string(),
-            op: Box::new(crate::ops::train::Sgd { lr: None }),
+            op: std::sync::Arc::new(crate::ops::train::Sgd { lr: None }),
             inputs: vec![Some(w), Some(acc), Some(lr)],
             outputs: vec![Some(out)],
         });

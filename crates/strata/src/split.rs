@@ -123,7 +123,7 @@ fn node(
         name: format!("{}/{suffix}", n.name),
         domain: domain.into(),
         op_type: op_type.into(),
-        op,
+        op: op.into(),
         inputs,
         outputs,
     }

@@ -81,7 +81,7 @@ pub fn single_node(
         name: format!("{op_type}_0"),
         domain: domain.into(),
         op_type: op_type.into(),
-        op,
+        op: op.into(),
         inputs: ins,
         outputs: outs,
     });

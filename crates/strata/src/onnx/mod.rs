@@ -543,7 +543,7 @@ pub fn import_into(
             name,
             domain: crate::ops::canonical_domain(&np.domain).to_string(),
             op_type: np.op_type.clone(),
-            op,
+            op: op.into(),
             inputs: ins,
             outputs: outs,
         });
