@@ -26,7 +26,7 @@
 //! whose channel fits is left as it is.
 
 use crate::error::Result;
-use crate::ir::{Node, NodeId, TensorId, TensorKind};
+use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
 use crate::ops::elementwise::{BinKind, Binary};
 use crate::ops::norm::{BatchNormGrad, BatchNormTrain, BnSplit, BnStage};
 use crate::program::{Program, Role};
@@ -40,29 +40,15 @@ pub fn batchnorm(p: &mut Program, l1: u64) -> Result<usize> {
     let mut train_end = p.train_end;
     let mut split = 0;
     for (i, n) in old.into_iter().enumerate() {
+        let Some(shape) = unfit_x(&n, &p.graph, l1) else {
+            nodes.push(n);
+            continue;
+        };
         let any: &dyn std::any::Any = &*n.op;
         let fwd = any
             .downcast_ref::<BatchNormTrain>()
             .map(|b| (b.eps, b.momentum));
-        let grad = any.is::<BatchNormGrad>();
-        if (fwd.is_none() && !grad) || crate::tile::fits(&n, &p.graph, l1) {
-            nodes.push(n);
-            continue;
-        }
-        let x = if grad {
-            n.inputs.get(1)
-        } else {
-            n.inputs.first()
-        };
-        let Some(&Some(x)) = x else {
-            nodes.push(n);
-            continue;
-        };
-        let shape = p.graph.ty(x).shape.clone();
-        if shape.len() < 2 {
-            nodes.push(n);
-            continue;
-        }
+        let grad = fwd.is_none();
         let (c, count) = (shape[1], shape[0] * shape[2..].iter().product::<usize>());
         let (eps, momentum) = fwd.unwrap_or((1e-5, 0.9));
         let pieces = if grad {
@@ -88,6 +74,37 @@ pub fn batchnorm(p: &mut Program, l1: u64) -> Result<usize> {
     }
     crate::verify::verify(&p.graph)?;
     Ok(split)
+}
+
+/// The nodes of `p`, by position, that [`batchnorm`] splits for `l1`
+/// bytes of L1 (none of them is changed here).
+pub fn unfit(p: &Program, l1: u64) -> Vec<usize> {
+    (0..p.graph.nodes.len())
+        .filter(|&i| unfit_x(&p.graph.nodes[i], &p.graph, l1).is_some())
+        .collect()
+}
+
+/// The shape of X, `[N, C, ..]`, when `n` is a batch normalization
+/// (forward or gradient) whose smallest tile does not fit `l1` bytes.
+fn unfit_x(n: &Node, g: &Graph, l1: u64) -> Option<Vec<usize>> {
+    let any: &dyn std::any::Any = &*n.op;
+    let grad = any.is::<BatchNormGrad>();
+    if !grad && !any.is::<BatchNormTrain>() {
+        return None;
+    }
+    let x = if grad {
+        n.inputs.get(1)
+    } else {
+        n.inputs.first()
+    };
+    let &Some(x) = x? else {
+        return None;
+    };
+    let shape = &g.ty(x).shape;
+    if shape.len() < 2 || crate::tile::fits(n, g, l1) {
+        return None;
+    }
+    Some(shape.clone())
 }
 
 /// A new [C] float tensor produced by a stage of node `n`.
