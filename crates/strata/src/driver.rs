@@ -109,12 +109,24 @@ pub fn lower_program(p: &Program, plan: &MemoryPlan, target: &Target) -> Result<
     Ok(lir)
 }
 
-/// Plan a program over the target's levels and lower it; both checked
-/// independently. With the default level L2 the program lives in L2 when
-/// it fits; otherwise (or with default level L3) the groups chosen by
-/// [`choose_homes`] live in L3 and their tiles pass through an L2 staging
-/// area as large as the largest staging need of any node.
-pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)> {
+/// Prepare a program for the target ([`prepare`]), plan it over the
+/// target's levels and lower it; both checked independently. With the
+/// default level L2 the program lives in L2 when it fits; otherwise (or
+/// with default level L3) the groups chosen by [`choose_homes`] live in L3
+/// and their tiles pass through an L2 staging area as large as the largest
+/// staging need of any node.
+///
+/// `p` comes as loaded and leaves prepared: for the target's L1, or, where
+/// L2 cannot stage the tiles chosen for it, for the smaller budget the tiles
+/// are chosen for (below), split as a compile with that `--l1` splits it.
+/// A program prepared before it comes here keeps the nodes it has.
+pub fn plan_and_lower(p: &mut Program, target: &Target) -> Result<(MemoryPlan, Lir)> {
+    // The program as loaded, to prepare again for a smaller L1 budget.
+    let loaded = match (target.l1, &p.schedule) {
+        (Some(_), None) => Some(p.clone()),
+        _ => None,
+    };
+    prepare(p, target)?;
     if target.default_level == Level::L2 {
         match plan_program(p, target.l2) {
             Ok(plan) => {
@@ -132,13 +144,34 @@ pub fn plan_and_lower(p: &Program, target: &Target) -> Result<(MemoryPlan, Lir)>
     // chosen for sets the staging: where L2 cannot hold it (or the rest
     // beside it), the tiles are chosen again for half the budget, and so
     // on down to the least budget that holds every node's smallest tile;
-    // the error, when none fits, is the one of the smallest tiles.
+    // the error, when none fits, is the one of the smallest tiles. At each
+    // budget the program is the one prepared for it: a BatchNorm whose
+    // channel fits the target's L1 but not the budget is split there, so
+    // that its channel does not stop the halving.
     let mut opt = target.lowering();
     let mut short: Option<Error> = None;
     // The largest budget known not to hold some node's smallest tile.
     let mut too_small = 0u64;
-    let flat = plan::flat(p, target.default_level);
+    // `p` is split as for this budget.
+    let mut split_for = opt.l1;
+    let mut flat = plan::flat(p, target.default_level);
     loop {
+        if let (Some(l), Some(b), Some(had)) = (&loaded, opt.l1, split_for) {
+            if b != had {
+                if crate::split::unfit(l, b) != crate::split::unfit(l, had) {
+                    *p = l.clone();
+                    prepare(
+                        p,
+                        &Target {
+                            l1: Some(b),
+                            ..target.clone()
+                        },
+                    )?;
+                    flat = plan::flat(p, target.default_level);
+                }
+                split_for = Some(b);
+            }
+        }
         let mut choices = tile::Choices::default();
         let dry = match tile::lower_with(p, &flat, &opt, &mut choices) {
             Ok(dry) => dry,
@@ -426,7 +459,7 @@ pub fn plan_summary(p: &Program, plan: &MemoryPlan) -> String {
     if let Some(l1) = plan.tile_l1 {
         writeln!(
             s,
-            "level L1: tiles chosen for {l1} bytes of it: L2 cannot stage the tiles of a larger budget"
+            "level L1: tiles chosen for {l1} bytes of it, and nodes split as for it: L2 cannot stage the tiles of a larger budget"
         )
         .unwrap();
     }
@@ -691,9 +724,8 @@ pub fn compile_for(
 ) -> Result<(Loaded, MemoryPlan, Lir)> {
     outdir::produce(out, |dir| {
         let mut loaded = load_program(input, optimizer, reg)?;
-        prepare(loaded.program_mut(), target)?;
+        let (plan, lir) = plan_and_lower(loaded.program_mut(), target)?;
         let p = loaded.program();
-        let (plan, lir) = plan_and_lower(p, target)?;
         let harness = match &loaded {
             Loaded::Fixture(f) => Some(crate::codegen::harness::emit(f, &plan)),
             Loaded::Program(_) => None,
@@ -788,14 +820,16 @@ pub fn check_for(
         outdir::refuse(w, &outdir::Env::current()?)?;
     }
     let mut f = fixture::load(dir, reg)?;
-    prepare(&mut f.program, target)?;
     if f.ref_losses.is_none() && f.ref_tensors.is_empty() {
         return Err(Error::Usage(format!(
             "{}: nothing to compare: the fixture has no reference losses or tensors",
             dir.display()
         )));
     }
-    let (plan, lir) = plan_and_lower(&f.program, target)?;
+    // Splitting adds tensors after the loaded ones: the fixture's ids
+    // (weights, data, references) name the same tensors in the program
+    // prepared here.
+    let (plan, lir) = plan_and_lower(&mut f.program, target)?;
     let mut sim_report = None;
     let oracle = crate::oracle::run(&f);
     let (results, c_output, c_ok) = match engine {

@@ -220,7 +220,7 @@ fn run(cmd: Cmd, reg: &Registry) -> strata::Result<ExitCode> {
                             format!(" ({} of them staging tiles of L3 tensors)", plan.staging)
                         }
                         (strata::lir::Level::L1, Some(l1)) =>
-                            format!(" (tiles chosen for {l1} of them: L2 cannot stage larger ones)"),
+                            format!(" (tiles chosen for {l1} of them, nodes split as for them: L2 cannot stage larger ones)"),
                         _ => String::new(),
                     }
                 );

@@ -59,9 +59,9 @@ pub struct MemoryPlan {
     /// on their way to and from L1 (0: nothing lives in L3). The lowering
     /// fills exactly this much: the largest staging need of any node.
     pub staging: u64,
-    /// The L1 budget the tiles were chosen for, when below the target's:
-    /// L2 could not stage the tiles chosen for the whole L1
-    /// (`driver::plan_and_lower`).
+    /// The L1 budget the tiles were chosen, and the nodes split, for, when
+    /// below the target's: L2 could not stage the tiles chosen for the
+    /// whole L1 (`driver::plan_and_lower`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tile_l1: Option<u64>,
     /// The schedule the lifetimes are over (`None`: the program was not scheduled).

@@ -232,8 +232,7 @@ fn smaller_tiles_where_l2_cannot_stage_the_default_ones() {
             let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
             t.l2 = l2;
             let mut l = driver::load_program(&ex.join(m), None, &Registry::standard()).unwrap();
-            driver::prepare(l.program_mut(), &t).unwrap();
-            let (plan, _) = driver::plan_and_lower(l.program(), &t).unwrap();
+            let (plan, _) = driver::plan_and_lower(l.program_mut(), &t).unwrap();
             assert_eq!(
                 plan.tile_l1.is_some_and(|b| b < driver::DEFAULT_L1),
                 smaller,
@@ -348,10 +347,12 @@ fn l3_compile_is_deterministic() {
 
 fn lowered_l3(dir: &Path, l1: u64) -> (strata::program::Program, lir::Lir) {
     let reg = Registry::standard();
-    let f = strata::fixture::load(dir, &reg).unwrap();
-    let (_, mut l) =
-        driver::plan_and_lower(&f.program, &target(Level::L3, Some(l1), Buffering::Double))
-            .unwrap();
+    let mut f = strata::fixture::load(dir, &reg).unwrap();
+    let (_, mut l) = driver::plan_and_lower(
+        &mut f.program,
+        &target(Level::L3, Some(l1), Buffering::Double),
+    )
+    .unwrap();
     // Tile by tile: the corruptions below edit one step of one tile.
     l.unroll();
     (f.program, l)
@@ -451,9 +452,10 @@ fn in_place_updates_in_l3_write_back_exactly_once() {
         (128_000, Buffering::Double),
     ] {
         let reg = Registry::standard();
-        let f = strata::fixture::load(&dir, &reg).unwrap();
+        let mut f = strata::fixture::load(&dir, &reg).unwrap();
+        let (plan, mut l) =
+            driver::plan_and_lower(&mut f.program, &target(Level::L3, Some(l1), b)).unwrap();
         let p = &f.program;
-        let (plan, mut l) = driver::plan_and_lower(p, &target(Level::L3, Some(l1), b)).unwrap();
         l.unroll();
         let mut seen = 0;
         for (n, node) in p.graph.nodes.iter().enumerate() {

@@ -228,8 +228,7 @@ proptest! {
         let reg = strata::ops::Registry::standard();
         let target = strata::driver::Target::with_l2(1 << 21);
         let r = strata::driver::load_program(&f, None, &reg).and_then(|mut l| {
-            strata::driver::prepare(l.program_mut(), &target)?;
-            strata::driver::plan_and_lower(l.program(), &target).map(|_| ())
+            strata::driver::plan_and_lower(l.program_mut(), &target).map(|_| ())
         });
         if let Err(e) = r {
             prop_assert!(!e.to_string().trim().is_empty(), "{} {what:?}: an empty error", file.display());

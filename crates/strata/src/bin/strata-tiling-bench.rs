@@ -79,9 +79,9 @@ fn cell(dir: &Path, t: &Target) -> Result<(), String> {
     for _ in 0..RUNS {
         let t0 = Instant::now();
         let mut loaded = driver::load_program(dir, None, &reg).map_err(|e| e.to_string())?;
-        strata::driver::prepare(loaded.program_mut(), t).map_err(|e| e.to_string())?;
+        let (plan, lir) =
+            driver::plan_and_lower(loaded.program_mut(), t).map_err(|e| e.to_string())?;
         let p = loaded.program();
-        let (plan, lir) = driver::plan_and_lower(p, t).map_err(|e| e.to_string())?;
         let (h, c) = strata::codegen::emit_model(p, &plan, &lir).map_err(|e| e.to_string())?;
         times.push(t0.elapsed().as_secs_f64());
         out = Some((lir, h.len() + c.len()));
