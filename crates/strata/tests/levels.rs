@@ -263,6 +263,111 @@ fn smaller_tiles_where_l2_cannot_stage_the_default_ones() {
     );
 }
 
+/// The retry prepares the program for the budget it chooses tiles for: a
+/// BatchNorm whose channel fits the whole L1 but not that budget is split
+/// there, as a compile with that `--l1` splits it, so its channel does not
+/// stop the halving. `examples/ort/cnn_deep` (eleven Conv-BatchNorm-Relu
+/// layers) at L2 2,000: kept whole, its BatchNorm gradients stopped the
+/// retry at tiles for 3,152 bytes of L1, whose staging (3,472 bytes) L2
+/// cannot hold, and the compile was refused. Now it compiles with tiles
+/// for 2,000, the program and C of a compile at `--l1 2000`, and trains
+/// within the reference in the simulator and the host C.
+#[test]
+fn the_retry_splits_batchnorms_for_its_smaller_budget() {
+    let ex = workspace().join("examples/ort/cnn_deep");
+    let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
+    t.l2 = 2_000;
+    split_as_for_the_retried_budget(&ex, &t, 2_000);
+    let r = check_cell(&ex, &t, true);
+    assert!(r.arena_bytes["L2"] <= t.l2, "{:?}", r.arena_bytes);
+}
+
+/// ResNet8 at L2 12,000: kept whole, its BatchNorm gradients stopped the
+/// retry at tiles for 12,368 bytes of L1 (13,840 bytes of staging: refused);
+/// split, it compiles with tiles for 8,480 (its largest smallest tile, a
+/// Conv's) and trains within the reference in the simulator.
+#[test]
+fn the_retry_splits_resnet8s_batchnorms_for_its_smaller_budget() {
+    let Some(sh) = shared() else {
+        eprintln!("skipped: ../shared not found");
+        return;
+    };
+    let dir = sh.join("fixtures/deeploy/Training/ResNet8");
+    let mut t = target(Level::L2, Some(driver::DEFAULT_L1), Buffering::Double);
+    t.l2 = 12_000;
+    split_as_for_the_retried_budget(&dir, &t, 8_480);
+    let r = check_cell(&dir, &t, false);
+    assert!(r.arena_bytes["L2"] <= t.l2, "{:?}", r.arena_bytes);
+}
+
+/// `dir` at `t` (L2 too small to stage the tiles of `t`'s L1) compiles with
+/// tiles for a budget of at most `at_most` bytes, its BatchNorm gradients
+/// split, which `t`'s L1 leaves whole; and the compile is the one at `--l1`
+/// that budget, but for `plan.txt`'s line that says the tiles were chosen
+/// for it.
+fn split_as_for_the_retried_budget(dir: &Path, t: &Target, at_most: u64) {
+    let reg = Registry::standard();
+    let split = |p: &strata::program::Program| {
+        p.graph
+            .nodes
+            .iter()
+            .filter(|n| n.op_type == "BatchNormGradSum")
+            .count()
+    };
+    let mut whole = driver::load_program(dir, None, &reg).unwrap();
+    driver::prepare(whole.program_mut(), t).unwrap();
+    assert_eq!(split(whole.program()), 0, "{}", dir.display());
+    let mut l = driver::load_program(dir, None, &reg).unwrap();
+    let (plan, _) = driver::plan_and_lower(l.program_mut(), t).unwrap();
+    let b = plan.tile_l1.expect("tiles chosen for a smaller budget");
+    assert!(b <= at_most, "{}: tiles chosen for {b}", dir.display());
+    assert!(split(l.program()) > 0, "{}: nothing split", dir.display());
+    let out = tempfile::tempdir().unwrap();
+    let at_b = Target {
+        l1: Some(b),
+        ..t.clone()
+    };
+    let files = |t: &Target, name: &str| {
+        let o = out.path().join(name);
+        driver::compile_for(dir, None, t, &o, &reg).unwrap();
+        let mut v: Vec<(String, String)> = std::fs::read_dir(&o)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|f| f.file_name().unwrap() != ".strata-output")
+            .map(|f| {
+                let text = std::fs::read_to_string(&f).unwrap();
+                let text = if f.ends_with("plan.txt") {
+                    // The retried plan says which budget; the direct one has no retry to tell.
+                    let said = format!(
+                        "level L1: tiles chosen for {b} bytes of it, and nodes split as for it: "
+                    );
+                    let (line, rest): (Vec<&str>, Vec<&str>) = text
+                        .lines()
+                        .partition(|l| l.starts_with("level L1: tiles chosen"));
+                    let retried = t.l1 != Some(b);
+                    assert_eq!(line.len(), usize::from(retried), "{text}");
+                    assert!(line.iter().all(|l| l.starts_with(&said)), "{text}");
+                    rest.join("\n")
+                } else {
+                    text
+                };
+                (f.file_name().unwrap().to_string_lossy().into_owned(), text)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (retried, direct) = (files(t, "retried"), files(&at_b, "direct"));
+    assert_eq!(retried.len(), direct.len());
+    for ((f, x), (g, y)) in retried.iter().zip(&direct) {
+        assert!(
+            f == g && x == y,
+            "{}: {f} differs from a compile at --l1 {b}",
+            dir.display()
+        );
+    }
+}
+
 /// The untiled baseline: every op one tile of whole tensors out of L2,
 /// tensors in L3 staged whole; no L1 arena; each op's L1 need reported;
 /// its kernels pay L2 access.
