@@ -104,10 +104,13 @@ pub enum Retile {
     /// tile's extent on this space axis.
     Rows { group: Option<usize> },
     /// The transposed window of `Space::twindows`: a convolution gradient's
-    /// dX rows; the tile's pads along the first spatial axis, and for a
-    /// depthwise convolution its group count, the tile's extent on this
-    /// space axis.
-    TRows { group: Option<usize> },
+    /// dX rows; the tile's pads along the first spatial axis (the kernel's
+    /// extents are `kernel`), and for a depthwise convolution its group
+    /// count, the tile's extent on this space axis.
+    TRows {
+        group: Option<usize>,
+        kernel: [usize; 2],
+    },
     /// MaxPool's indices (flat over the whole input, as ONNX defines them)
     /// from a tile of (n, c) planes, and MaxPoolGrad reading them: the
     /// tile's op knows where its planes sit (space axes 0 and 1 are N and C).
@@ -417,6 +420,7 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                 twindows = vec![(0, 2, 2, win.0, win.1, win.2)];
                 retile = Retile::TRows {
                     group: dw.then_some(1),
+                    kernel: [kh, kw],
                 };
                 parallel = vec![true, true, true, false];
                 inputs[0] = Some(if dw {
@@ -2187,7 +2191,7 @@ fn tile_op(
                 None
             }
         }
-        Retile::TRows { group } => {
+        Retile::TRows { group, kernel } => {
             let c = op.downcast_ref::<ConvGrad>()?;
             let &(i, a, sa, k, st, p) = sp.twindows.first()?;
             let oh = g.ty(n.inputs[i]?).shape[a];
@@ -2195,7 +2199,7 @@ fn tile_op(
             let (o0, o1) = trows(oh, (i0, i1), k, st, p);
             let pt = p + i0 - o0 * st;
             let pb = ((o1 as i64 - 1) * st as i64 - p as i64 + k as i64 - i1 as i64).max(0);
-            let w2 = c.win.resolve(2, Some(vec![k, k])).ok()?;
+            let w2 = c.win.resolve(2, Some(kernel.to_vec())).ok()?;
             let win = Window {
                 pads: Some(vec![pt as i64, w2.p.1 as i64, pb, w2.p.3 as i64]),
                 ..c.win.clone()

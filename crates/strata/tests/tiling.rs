@@ -1272,6 +1272,39 @@ fn strided_conv_grad_x_with_pads_as_wide_as_its_kernel_tiles_by_rows() {
     assert!(whole.c[0].to_le_bytes() == cut[0].to_le_bytes());
 }
 
+/// A conv gradient's dX by rows with a `kernel_shape` that is not square
+/// (1x3 and 3x1, stride 1 and 2): each tile's op takes its rows' pads
+/// under the node's own kernel. (A tile's op resolved its window against
+/// a square kernel of the rows' extent, which `kernel_shape` contradicts,
+/// so the tile ran the node's op on its rows: refused at every L1. Found
+/// by `tiler_props.rs`.)
+#[test]
+fn conv_grad_x_with_a_non_square_kernel_shape_tiles_by_rows() {
+    let mut rng = Rng(41);
+    for (k, s, p, dy) in [
+        ([1i64, 3], [1i64, 1], [0i64, 1, 0, 1], [2usize, 4, 8, 6]),
+        ([3, 1], [2, 1], [1, 0, 1, 0], [2, 4, 4, 6]),
+    ] {
+        // One batch of dY, W and dX does not fit 600 bytes, nor one of
+        // dX's channels with its dY: 600 cuts the rows.
+        let dy = rng.tensor(&dy);
+        let w = rng.tensor(&[4, 3, k[0] as usize, k[1] as usize]);
+        let attrs = [
+            attr_ints("kernel_shape", &k),
+            attr_ints("strides", &s),
+            attr_ints("pads", &p),
+        ];
+        splits_exactly(
+            strata::ops::MS,
+            "ConvGradX",
+            &attrs,
+            vec![data(&dy), data(&w)],
+            &[true],
+            &[600],
+        );
+    }
+}
+
 /// The peer's fixtures (under `fixtures/deeploy`) `cases` cut as
 /// [`import_cases_cut`] cuts the generated ones.
 fn deeploy_cases_cut(cases: &[CutCase]) {
