@@ -1297,11 +1297,14 @@ fn windows_of(sp: &Space, i: Option<usize>) -> Vec<Win> {
 }
 
 /// The rows `[o0, o1)` of dY (of `oh` rows) that reach dX rows `[i0, i1)`
-/// through a convolution's windows. The first is never a window that
-/// starts after row `i0` (the tile's pad before, `p + i0 - o0 s`, is not
-/// negative): where no window reaching `i0` starts at or before it (a
-/// kernel shorter than the stride, pads wider than the kernel), it is the
-/// last window starting before the tile, which reads only that pad.
+/// through a convolution's windows; never empty. The first is never a
+/// window that starts after row `i0` (the tile's pad before, `p + i0 - o0
+/// s`, is not negative): where no window reaching `i0` starts at or before
+/// it (a kernel shorter than the stride, pads wider than the kernel, a
+/// tile past the last window), it is the last window starting before the
+/// tile, which reads only that pad. A tile no window reaches (past the
+/// last one: rows only X or the declared dX has) thus reads one dY row
+/// and computes zeros.
 fn trows(oh: usize, (i0, i1): (usize, usize), k: usize, s: usize, p: usize) -> (usize, usize) {
     let lo = i0 as i64 + p as i64 - k as i64 + 1;
     let reach = if lo <= 0 {
@@ -1309,9 +1312,9 @@ fn trows(oh: usize, (i0, i1): (usize, usize), k: usize, s: usize, p: usize) -> (
     } else {
         (lo as usize).div_ceil(s)
     };
-    let o0 = reach.min((i0 + p) / s);
+    let o0 = reach.min((i0 + p) / s).min(oh.saturating_sub(1));
     let o1 = ((i1 - 1 + p) / s + 1).min(oh);
-    (o0.min(o1), o1)
+    (o0, o1)
 }
 
 /// The rows `[lo, hi)` of an input axis of size `h` that the windows of
@@ -1893,22 +1896,9 @@ fn choose(
             }
         }
     }
-    let wins = window_geometry(n, g, sp);
     for t in cands {
         let ntiles = t.count(&sp.dims);
         if ntiles > 65_536 {
-            continue;
-        }
-        // A tile of dX rows must read some dY row: a tile past the last
-        // window (dX rows that only the declared dX has) reads none.
-        if !sp.twindows.is_empty()
-            && t.classes(&sp.dims, &wins).iter().any(|(tile, _)| {
-                wins.iter().filter(|w| w.5).any(|w| {
-                    let (o0, o1) = trows(w.1, tile[w.0], w.2, w.3, w.4);
-                    o0 == o1
-                })
-            })
-        {
             continue;
         }
         let st = streams(n, g, ph, sp, &t, buffering);

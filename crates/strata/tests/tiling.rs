@@ -1305,6 +1305,60 @@ fn conv_grad_x_with_a_non_square_kernel_shape_tiles_by_rows() {
     }
 }
 
+/// A ConvGrad whose dX rows no window reaches (stride 3, a 2-row kernel
+/// and a top pad of 3: the one window reads only the pad, X's row lies past
+/// it) and one whose last dX rows lie past the last window (1x1, stride 2,
+/// pad 1, 7 rows: a tile of row 6 by rows of two). A tile past the last
+/// window reads the last dY row and computes zeros. (Such a tile was not a
+/// candidate, so the first node had no tiling at all: it asked for
+/// 18446744073709551615 bytes of L1. Found by `tiler_props.rs`.)
+#[test]
+fn conv_grad_with_dx_rows_past_the_last_window_tiles() {
+    let mut rng = Rng(43);
+    type Case = ([usize; 4], [usize; 4], [i64; 2], [i64; 4], u64, [bool; 3]);
+    let cases: [Case; 2] = [
+        (
+            [2, 3, 1, 4],
+            [4, 3, 2, 3],
+            [3, 1],
+            [3, 1, 0, 1],
+            200,
+            [true; 3],
+        ),
+        // dX only: at 300, dW's reduction would be cut.
+        (
+            [2, 3, 7, 5],
+            [4, 3, 1, 1],
+            [2, 1],
+            [1, 0, 0, 0],
+            300,
+            [true, false, false],
+        ),
+    ];
+    for (x, w, s, p, l1, outs) in cases {
+        let (xv, wv) = (rng.tensor(&x), rng.tensor(&w));
+        let ins = || vec![data(&xv), data(&wv)];
+        let (ins0, vals): (Vec<In>, Vec<Option<Tensor>>) = ins().into_iter().unzip();
+        let attrs = [attr_ints("strides", &s), attr_ints("pads", &p)];
+        let y = single_node("", "Conv", &attrs, ins0, &[true]).unwrap();
+        let dy = rng.tensor(&y.ty(y.outputs[0]).shape);
+        let vals: Vec<Tensor> = vals.into_iter().flatten().collect();
+        let attrs = [
+            attr_ints("kernel_shape", &[w[2] as i64, w[3] as i64]),
+            attr_ints("strides", &s),
+            attr_ints("pads", &p),
+        ];
+        splits_exactly(
+            strata::ops::MS,
+            "ConvGrad",
+            &attrs,
+            vec![data(&dy), data(&vals[0]), data(&vals[1])],
+            &outs,
+            &[l1],
+        );
+    }
+}
+
 /// The peer's fixtures (under `fixtures/deeploy`) `cases` cut as
 /// [`import_cases_cut`] cuts the generated ones.
 fn deeploy_cases_cut(cases: &[CutCase]) {
