@@ -818,3 +818,31 @@ fn windows_past_any_size_are_errors() {
         ],
     );
 }
+
+/// Pads near i64::MAX whose sum with the axis overflows are an error
+/// naming the node (a debug-build panic in Pad's shape rule before; found
+/// by `mutated_models.rs` on the generated Pad cases).
+#[test]
+fn pads_past_any_size_are_errors() {
+    use strata::testing::{attr_ints, attr_s};
+    for (name, pads) in [
+        ("pad-max", [0, 0, 1, 0, 0, 0, i64::MAX, 0]),
+        ("pad-both-ends", [0, 0, i64::MAX, 0, 0, 0, i64::MAX, 0]),
+        ("pad-min", [0, 0, i64::MIN, 0, 0, 0, -5, 0]),
+    ] {
+        let m = strata::testing::onnx_build::model_with_opset(
+            10,
+            vec![node(
+                "Pad",
+                "",
+                &["x"],
+                &["y"],
+                vec![attr_s("mode", "constant"), attr_ints("pads", &pads)],
+            )],
+            vec![value("x", 1, &[1, 1, 4, 4])],
+            vec![value("y", 1, &[1, 1, 4, 4])],
+            vec![],
+        );
+        compile_fails(name, &m, &["Pad_y", "axis 2 of 4 padded by", "overflows"]);
+    }
+}

@@ -758,7 +758,18 @@ impl Pad {
         }
         let mut out = Vec::new();
         for i in 0..r {
-            let d = x.shape[i] as i64 + begin[i] + end[i];
+            // Pads come from the file: near i64::MAX their sum overflows.
+            let d = (x.shape[i] as i64)
+                .checked_add(begin[i])
+                .and_then(|v| v.checked_add(end[i]))
+                .ok_or_else(|| {
+                    op_err!(
+                        "Pad: axis {i} of {} padded by {}+{} overflows",
+                        x.shape[i],
+                        begin[i],
+                        end[i]
+                    )
+                })?;
             ensure!(d >= 0, "Pad: pads {pads:?} crop axis {i} below zero");
             ensure!(
                 self.mode == PadMode::Constant || x.shape[i] > 0 || (begin[i] == 0 && end[i] == 0),
