@@ -2071,25 +2071,33 @@ fn tile_op(
     g: &Graph,
     sp: &Space,
     tile: &[(usize, usize)],
-) -> Option<std::sync::Arc<dyn crate::ops::Op>> {
+) -> Result<Option<std::sync::Arc<dyn crate::ops::Op>>, String> {
     use crate::ops::conv::{Conv, ConvGrad, Window};
     let op: &dyn std::any::Any = &*n.op;
-    match sp.retile {
+    let expected = |what: &str| format!("its tiling rule expects {what}");
+    let input = |i: usize| n.inputs[i].ok_or_else(|| format!("input {i}, which its tiling cuts, is absent"));
+    let window = |w: Option<&(usize, usize, usize, usize, usize, usize)>| {
+        w.copied().ok_or_else(|| "its tiling rule has no window".to_string())
+    };
+    let resolve = |c: &Window, kernel: Vec<usize>| {
+        c.resolve(2, Some(kernel)).map_err(|e| format!("its window does not resolve: {e}"))
+    };
+    Ok(match sp.retile {
         Retile::Same => None,
         Retile::Group(axis) => {
-            let c = op.downcast_ref::<Conv>()?;
+            let c = op.downcast_ref::<Conv>().ok_or_else(|| expected("a Conv"))?;
             Some(std::sync::Arc::new(Conv {
                 win: c.win.clone(),
                 group: tile[axis].1 - tile[axis].0,
             }))
         }
         Retile::Rows { group } => {
-            let c = op.downcast_ref::<Conv>()?;
-            let &(i, a, sa, k, st, p) = sp.windows.first()?;
-            let h = g.ty(n.inputs[i]?).shape[a];
+            let c = op.downcast_ref::<Conv>().ok_or_else(|| expected("a Conv"))?;
+            let (i, a, sa, k, st, p) = window(sp.windows.first())?;
+            let h = g.ty(input(i)?).shape[a];
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
-            let w = g.ty(n.inputs[1]?);
-            let w2 = c.win.resolve(2, Some(w.shape[2..].to_vec())).ok()?;
+            let w = g.ty(input(1)?);
+            let w2 = resolve(&c.win, w.shape[2..].to_vec())?;
             let win = Window {
                 pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
                 ..c.win.clone()
@@ -2113,21 +2121,24 @@ fn tile_op(
                     at,
                 }))
             } else {
-                op.downcast_ref::<PoolGrad>().map(|p| {
-                    std::sync::Arc::new(PoolGrad {
-                        kind: p.kind,
-                        win: p.win.clone(),
-                        at,
-                    }) as std::sync::Arc<dyn crate::ops::Op>
-                })
+                let p = op
+                    .downcast_ref::<PoolGrad>()
+                    .ok_or_else(|| expected("a pool or its gradient"))?;
+                Some(std::sync::Arc::new(PoolGrad {
+                    kind: p.kind,
+                    win: p.win.clone(),
+                    at,
+                }))
             }
         }
         Retile::WRows { group, kernel } => {
-            let c = op.downcast_ref::<ConvGrad>()?;
-            let &(i, a, sa, k, st, p) = sp.windows.first()?;
-            let h = g.ty(n.inputs[i]?).shape[a];
+            let c = op
+                .downcast_ref::<ConvGrad>()
+                .ok_or_else(|| expected("a conv gradient"))?;
+            let (i, a, sa, k, st, p) = window(sp.windows.first())?;
+            let h = g.ty(input(i)?).shape[a];
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
-            let w2 = c.win.resolve(2, Some(kernel.to_vec())).ok()?;
+            let w2 = resolve(&c.win, kernel.to_vec())?;
             let win = Window {
                 pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
                 ..c.win.clone()
@@ -2139,9 +2150,10 @@ fn tile_op(
             }))
         }
         Retile::Pad => {
-            let (mode, mut begin, mut end, value) = pad_geometry(n, g)?;
+            let (mode, mut begin, mut end, value) =
+                pad_geometry(n, g).ok_or_else(|| expected("a Pad whose pads resolve"))?;
             for &(i, a, sa, k, st, p) in &sp.windows {
-                let h = g.ty(n.inputs[i]?).shape[a];
+                let h = g.ty(input(i)?).shape[a];
                 let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
                 (begin[a], end[a]) = (pt as i64, pb as i64);
             }
@@ -2157,7 +2169,9 @@ fn tile_op(
             let whole = (0..sp.dims.len())
                 .filter(|&a| sp.reduced(a))
                 .all(|a| tile[a] == (0, sp.dims[a]));
-            let r = op.downcast_ref::<crate::ops::basic::Reduce>()?;
+            let r = op
+                .downcast_ref::<crate::ops::basic::Reduce>()
+                .ok_or_else(|| expected("a reduction"))?;
             (!whole).then(|| {
                 std::sync::Arc::new(crate::ops::basic::Reduce {
                     kind: r.kind,
@@ -2178,18 +2192,20 @@ fn tile_op(
             } else if op.is::<MseGrad>() {
                 Some(std::sync::Arc::new(MseGrad { count: Some(count) }))
             } else {
-                None
+                return Err(expected("MSELoss or its gradient"));
             }
         }
         Retile::TRows { group, kernel } => {
-            let c = op.downcast_ref::<ConvGrad>()?;
-            let &(i, a, sa, k, st, p) = sp.twindows.first()?;
-            let oh = g.ty(n.inputs[i]?).shape[a];
+            let c = op
+                .downcast_ref::<ConvGrad>()
+                .ok_or_else(|| expected("a conv gradient"))?;
+            let (i, a, sa, k, st, p) = window(sp.twindows.first())?;
+            let oh = g.ty(input(i)?).shape[a];
             let (i0, i1) = tile[sa];
             let (o0, o1) = trows(oh, (i0, i1), k, st, p);
             let pt = p + i0 - o0 * st;
             let pb = ((o1 as i64 - 1) * st as i64 - p as i64 + k as i64 - i1 as i64).max(0);
-            let w2 = c.win.resolve(2, Some(kernel.to_vec())).ok()?;
+            let w2 = resolve(&c.win, kernel.to_vec())?;
             let win = Window {
                 pads: Some(vec![pt as i64, w2.p.1 as i64, pb, w2.p.3 as i64]),
                 ..c.win.clone()
@@ -2200,7 +2216,7 @@ fn tile_op(
                 kind: c.kind,
             }))
         }
-    }
+    })
 }
 
 /// A phase's tile space: its own, or (no tiling rule) one tile of whole tensors.
@@ -2341,7 +2357,7 @@ fn lower_phase(
             .iter()
             .map(|s| (s.tensor, s.stage_bytes(*b, ntiles)))
             .collect();
-        let (ntiles, staged) = emit_tiles(p, plan, i, ph, &sp, t, st, *b, staging, steps, next_id);
+        let (ntiles, staged) = emit_tiles(p, plan, i, ph, &sp, t, st, *b, staging, steps, next_id)?;
         return Ok(PhaseOut {
             tiles: ntiles as u32,
             how: how.clone(),
@@ -2378,7 +2394,7 @@ fn lower_phase(
             staging,
             &mut scratch,
             &mut id,
-        );
+        )?;
         let cycles = crate::sim::time(&scratch, g, &opt.platform);
         if best.as_ref().is_none_or(|b| cycles < b.0 - 1e-9) {
             let mut how = t.describe();
@@ -2420,7 +2436,7 @@ fn emit_tiles(
     staging: Option<u64>,
     steps: &mut Vec<Step>,
     next_id: &mut u32,
-) -> (usize, u64) {
+) -> Result<(usize, u64)> {
     let g = &p.graph;
     let n = &g.nodes[i];
     let tiles = t.tiles(&sp.dims);
@@ -2667,9 +2683,20 @@ fn emit_tiles(
                 ));
             }
         }
+        // A tiling `choose` accepted whose tile op cannot be built is a
+        // strata bug: fail here, naming it, rather than run the node's
+        // own op on a tile it does not describe.
+        let op = tile_op(n, g, sp, tile).map_err(|why| Error::Node {
+            node: n.name.clone(),
+            op_type: n.op_type.clone(),
+            msg: format!(
+                "strata bug: tile {k} of its tiling `{}` has no op: {why}",
+                t.describe()
+            ),
+        })?;
         em.steps.push(Step::Kernel(Kernel {
             node: NodeId(i as u32),
-            op: tile_op(n, g, sp, tile),
+            op,
             tile: k as u32,
             inputs: ins,
             outputs: outs,
@@ -2692,7 +2719,7 @@ fn emit_tiles(
         stage_out(&mut em, nt - 1);
     }
     em.wait_where(|_, _, _| true);
-    (nt, stage_off)
+    Ok((nt, stage_off))
 }
 
 /// Lower a planned program to LIR.
@@ -3019,6 +3046,37 @@ mod tests {
         assert_eq!(c.len(), 2, "{c:?}");
         assert_eq!(c.iter().map(|(_, _, s)| s.total()).sum::<u64>(), 1 << 17);
         assert_eq!(moved(&b), expected(&[1 << 15], 4, &[(0, 1 << 15)]));
+    }
+
+    /// A tile op that cannot be built is an error naming what the tiling
+    /// rule expected, not a silent fall back to the node's own op (which
+    /// hid a conv-gradient bug until the simulator compared values).
+    #[test]
+    fn a_tile_op_that_cannot_be_built_is_an_error() {
+        use crate::testing::{attr_ints, single_node, In};
+        use crate::tensor::{DType, TensorType};
+        let x = TensorType::new(DType::F32, vec![1, 2, 6, 6]);
+        let w = TensorType::new(DType::F32, vec![3, 2, 3, 3]);
+        let conv = single_node(
+            "",
+            "Conv",
+            &[attr_ints("pads", &[1, 1, 1, 1])],
+            vec![In::Data(x.clone()), In::Data(w)],
+            &[true],
+        )
+        .unwrap();
+        let n = &conv.nodes[0];
+        let sp = phase_space(n, &conv, &phases(n, &conv)[0]);
+        assert!(matches!(sp.retile, Retile::Rows { .. }), "{:?}", sp.retile);
+        let whole: Vec<(usize, usize)> = sp.dims.iter().map(|&d| (0, d)).collect();
+        let mut rows = whole.clone();
+        let (_, _, sa, ..) = sp.windows[0];
+        rows[sa] = (0, 3);
+        assert!(tile_op(n, &conv, &sp, &rows).unwrap().is_some());
+        // The same space on a node whose op is not a Conv.
+        let relu = single_node("", "Relu", &[], vec![In::Data(x)], &[true]).unwrap();
+        let err = tile_op(&relu.nodes[0], &relu, &sp, &rows).err();
+        assert_eq!(err.as_deref(), Some("its tiling rule expects a Conv"));
     }
 
     proptest! {
