@@ -1886,7 +1886,17 @@ fn choose(
                 .map(|w| w.4)
                 .max()
                 .unwrap_or(1);
-            for c in chunk_sizes(sp.dims[a]) {
+            // Stride multiples that divide no height (a stride of 3 on
+            // 17 rows) still cut it: the last chunk is ragged.
+            let mut sizes = chunk_sizes(sp.dims[a]);
+            let mut c = step;
+            while step > 1 && c < sp.dims[a] {
+                sizes.push(c);
+                c *= 2;
+            }
+            sizes.sort_unstable();
+            sizes.dedup();
+            for c in sizes {
                 if c < sp.dims[a] && c % step == 0 {
                     cands.push(Tiling {
                         iter: iter.clone(),

@@ -1305,6 +1305,40 @@ fn conv_grad_x_with_a_non_square_kernel_shape_tiles_by_rows() {
     }
 }
 
+/// A stride-3 ConvGradX whose dX height (17) has no divisor that is a
+/// multiple of 3: chunks of 3, 6 and 12 rows, the last ragged, cut its
+/// rows. (Before, its rows were cut only by divisors and powers of two
+/// that are stride multiples, none here, so 800 bytes, below one of dX's
+/// channels with all of dY, did not fit.)
+#[test]
+fn conv_grad_x_at_stride_3_cuts_rows_that_no_stride_multiple_divides() {
+    let mut rng = Rng(47);
+    let dy = rng.tensor(&[1, 4, 7, 8]);
+    let w = rng.tensor(&[4, 2, 3, 1]);
+    let attrs = [
+        attr_ints("kernel_shape", &[3, 1]),
+        attr_ints("strides", &[3, 1]),
+        attr_ints("pads", &[2, 0, 2, 0]),
+    ];
+    let g = single_node(
+        strata::ops::MS,
+        "ConvGradX",
+        &attrs,
+        vec![data(&dy).0, data(&w).0],
+        &[true],
+    )
+    .unwrap();
+    assert_eq!(g.ty(g.outputs[0]).shape, vec![1, 2, 17, 8]);
+    splits_exactly(
+        strata::ops::MS,
+        "ConvGradX",
+        &attrs,
+        vec![data(&dy), data(&w)],
+        &[true],
+        &[800],
+    );
+}
+
 /// A ConvGrad whose dX rows no window reaches (stride 3, a 2-row kernel
 /// and a top pad of 3: the one window reads only the pad, X's row lies past
 /// it) and one whose last dX rows lie past the last window (1x1, stride 2,
