@@ -72,7 +72,8 @@ pub struct Space {
     pub windows: Vec<(usize, usize, usize, usize, usize, usize)>,
     /// Transposed windows: input `dY` rows read by output (dX) rows, as
     /// `(input, axis, space axis, kernel, stride, pad before)`. Split chunks
-    /// along the space axis are multiples of the stride.
+    /// along the space axis are multiples of the stride (the last may be
+    /// shorter).
     pub twindows: Vec<(usize, usize, usize, usize, usize, usize)>,
     /// Per input position: its axis map, or `None` for an absent input.
     pub inputs: Vec<Option<AxisMap>>,
