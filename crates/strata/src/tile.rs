@@ -2086,24 +2086,32 @@ fn tile_op(
     use crate::ops::conv::{Conv, ConvGrad, Window};
     let op: &dyn std::any::Any = &*n.op;
     let expected = |what: &str| format!("its tiling rule expects {what}");
-    let input = |i: usize| n.inputs[i].ok_or_else(|| format!("input {i}, which its tiling cuts, is absent"));
+    let input = |i: usize| {
+        n.inputs[i].ok_or_else(|| format!("input {i}, which its tiling cuts, is absent"))
+    };
     let window = |w: Option<&(usize, usize, usize, usize, usize, usize)>| {
-        w.copied().ok_or_else(|| "its tiling rule has no window".to_string())
+        w.copied()
+            .ok_or_else(|| "its tiling rule has no window".to_string())
     };
     let resolve = |c: &Window, kernel: Vec<usize>| {
-        c.resolve(2, Some(kernel)).map_err(|e| format!("its window does not resolve: {e}"))
+        c.resolve(2, Some(kernel))
+            .map_err(|e| format!("its window does not resolve: {e}"))
     };
     Ok(match sp.retile {
         Retile::Same => None,
         Retile::Group(axis) => {
-            let c = op.downcast_ref::<Conv>().ok_or_else(|| expected("a Conv"))?;
+            let c = op
+                .downcast_ref::<Conv>()
+                .ok_or_else(|| expected("a Conv"))?;
             Some(std::sync::Arc::new(Conv {
                 win: c.win.clone(),
                 group: tile[axis].1 - tile[axis].0,
             }))
         }
         Retile::Rows { group } => {
-            let c = op.downcast_ref::<Conv>().ok_or_else(|| expected("a Conv"))?;
+            let c = op
+                .downcast_ref::<Conv>()
+                .ok_or_else(|| expected("a Conv"))?;
             let (i, a, sa, k, st, p) = window(sp.windows.first())?;
             let h = g.ty(input(i)?).shape[a];
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
@@ -3064,8 +3072,8 @@ mod tests {
     /// hid a conv-gradient bug until the simulator compared values).
     #[test]
     fn a_tile_op_that_cannot_be_built_is_an_error() {
-        use crate::testing::{attr_ints, single_node, In};
         use crate::tensor::{DType, TensorType};
+        use crate::testing::{attr_ints, single_node, In};
         let x = TensorType::new(DType::F32, vec![1, 2, 6, 6]);
         let w = TensorType::new(DType::F32, vec![3, 2, 3, 3]);
         let conv = single_node(
