@@ -285,7 +285,9 @@ impl Step {
                 }
                 v
             }
-            Step::Loop(_) => vec![],
+            // A loop nested in a loop: its body's first iteration, step by
+            // step (the outer loop advances where the inner one starts).
+            Step::Loop(l) => l.body.iter().flat_map(Step::numbers).collect(),
         }
     }
     /// This step with its numbers replaced (in [`Step::numbers`]' order).
@@ -318,7 +320,23 @@ impl Step {
                 }
                 Step::Kernel(k)
             }
-            Step::Loop(l) => Step::Loop(l.clone()),
+            Step::Loop(l) => {
+                let mut at = 0;
+                let body = l
+                    .body
+                    .iter()
+                    .map(|b| {
+                        let k = b.numbers().len();
+                        at += k;
+                        b.with_numbers(&v[at - k..at])
+                    })
+                    .collect();
+                Step::Loop(Loop {
+                    count: l.count,
+                    body,
+                    advance: l.advance.clone(),
+                })
+            }
         }
     }
     /// Everything of the step but its numbers: two steps with the same
@@ -345,7 +363,17 @@ impl Step {
                 }
                 s
             }
-            Step::Loop(_) => "L".into(),
+            // Its count, its rule and its body's shapes: two loops of the
+            // same shape differ only in where they start.
+            Step::Loop(l) => {
+                let mut s = format!("L {} {:?} [", l.count, l.advance);
+                for b in &l.body {
+                    s.push_str(&b.shape_key());
+                    s.push(';');
+                }
+                s.push(']');
+                s
+            }
         }
     }
 }
@@ -357,11 +385,15 @@ pub fn expand(steps: &[Step]) -> impl Iterator<Item = std::borrow::Cow<'_, Step>
         .iter()
         .flat_map(|s| -> Box<dyn Iterator<Item = Cow<'_, Step>> + '_> {
             match s {
-                Step::Loop(l) => Box::new(
-                    (0..l.count)
-                        .flat_map(move |t| l.iteration(t))
-                        .map(Cow::Owned),
-                ),
+                Step::Loop(l) => Box::new((0..l.count).flat_map(move |t| {
+                    l.iteration(t).flat_map(|s| match s {
+                        // A nested loop: its own iterations.
+                        Step::Loop(_) => expand(std::slice::from_ref(&s))
+                            .map(|s| Cow::Owned(s.into_owned()))
+                            .collect::<Vec<_>>(),
+                        s => vec![Cow::Owned(s)],
+                    })
+                })),
                 s => Box::new(std::iter::once(Cow::Borrowed(s))),
             }
         })
@@ -371,15 +403,39 @@ pub fn expand(steps: &[Step]) -> impl Iterator<Item = std::borrow::Cow<'_, Step>
 /// (at least [`MIN_REPEATS`] times, `p` up to [`MAX_PERIOD`]) with the same
 /// shapes and numbers that advance by a constant from block to block, the
 /// run becomes one [`Loop`]; at each position the period covering the most
-/// steps wins, the shortest on a tie. Exact: [`expand`] gives `steps` back.
+/// steps wins, the shortest on a tie. Loops nest: a loop's body is rolled
+/// in turn where its repeats also advance alike from one iteration of the
+/// loop to the next (a node whose tiles repeat in groups, a reduction's
+/// tiles per output tile, is a loop over the groups of a loop over the
+/// tiles), and a second pass rolls runs of blocks that hold a loop. Exact:
+/// [`expand`] gives `steps` back.
 pub fn roll(steps: Vec<Step>) -> Vec<Step> {
+    let once = roll_keyed(steps, None, true).0;
+    roll_keyed(once, None, false).0
+}
+
+/// [`roll`]'s one pass. With `adv` (the steps are a loop's body, `adv` its
+/// per-step advance), two steps match only where their advances match too,
+/// and the advances of what it returns come back with it (an inner loop's:
+/// those of its first iteration's steps). `nest`: roll each new loop's
+/// body in turn.
+fn roll_keyed(
+    steps: Vec<Step>,
+    adv: Option<&[Vec<i64>]>,
+    nest: bool,
+) -> (Vec<Step>, Vec<Vec<i64>>) {
     // Each distinct shape as a small number, compared many times below.
     let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     let keys: Vec<u32> = steps
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let n = ids.len() as u32;
-            *ids.entry(s.shape_key()).or_insert(n)
+            let mut key = s.shape_key();
+            if let Some(adv) = adv {
+                key.push_str(&format!(" +{:?}", adv[i]));
+            }
+            *ids.entry(key).or_insert(n)
         })
         .collect();
     let nums: Vec<Vec<u64>> = steps.iter().map(Step::numbers).collect();
@@ -406,6 +462,7 @@ pub fn roll(steps: Vec<Step>) -> Vec<Step> {
         k
     };
     let mut out = Vec::new();
+    let mut out_adv = Vec::new();
     let mut at = 0;
     while at < n {
         let mut best = (1usize, 1usize);
@@ -421,10 +478,13 @@ pub fn roll(steps: Vec<Step>) -> Vec<Step> {
         let (p, k) = best;
         if k < MIN_REPEATS {
             out.push(steps[at].clone());
+            if let Some(adv) = adv {
+                out_adv.push(adv[at].clone());
+            }
             at += 1;
             continue;
         }
-        let advance = (0..p)
+        let advance: Vec<Vec<i64>> = (0..p)
             .map(|j| {
                 nums[at + j]
                     .iter()
@@ -433,22 +493,35 @@ pub fn roll(steps: Vec<Step>) -> Vec<Step> {
                     .collect()
             })
             .collect();
+        let body = steps[at..at + p].to_vec();
+        let (body, advance) = if nest {
+            roll_keyed(body, Some(&advance), false)
+        } else {
+            (body, advance)
+        };
         out.push(Step::Loop(Loop {
             count: k as u32,
-            body: steps[at..at + p].to_vec(),
+            body,
             advance,
         }));
+        if let Some(adv) = adv {
+            out_adv.push(adv[at..at + p].concat());
+        }
         at += k * p;
     }
-    out
+    (out, out_adv)
 }
 
 /// The fewest repeats of a block that become a loop.
 pub const MIN_REPEATS: usize = 3;
 /// The longest block a loop repeats: a double-buffered tile alternates its
 /// slots, so its steps repeat with a period of two tiles (tens of steps for
-/// a node with many operands, each staged through L2).
-pub const MAX_PERIOD: usize = 256;
+/// a node with many operands, each staged through L2), and a node whose
+/// tiles come in groups of an odd count (a channel's rows) repeats every
+/// two groups: mobilenet's BatchNorm gradients at `--l2 17071`, 7 tiles of
+/// 35 steps a channel, repeat every 490 steps. (256 wrote those out tile by
+/// tile: 95,000 lines of C that took gcc -O2 minutes.)
+pub const MAX_PERIOD: usize = 1024;
 
 /// How an op's tiles are pipelined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -511,26 +584,11 @@ impl Lir {
     }
     /// DMA commands in `range` of the steps (loops expanded).
     pub fn dma_commands(&self, range: std::ops::Range<usize>) -> usize {
-        self.steps[range]
-            .iter()
-            .map(|s| match s {
-                Step::Dma(_) => 1,
-                Step::Loop(l) => {
-                    l.count as usize * l.body.iter().filter(|b| matches!(b, Step::Dma(_))).count()
-                }
-                _ => 0,
-            })
-            .sum()
+        dma_count(&self.steps[range])
     }
     /// Steps with every loop expanded (what [`expand`] gives).
     pub fn flat_len(&self, range: std::ops::Range<usize>) -> usize {
-        self.steps[range]
-            .iter()
-            .map(|s| match s {
-                Step::Loop(l) => l.count as usize * l.body.len(),
-                _ => 1,
-            })
-            .sum()
+        flat_count(&self.steps[range])
     }
     /// Expand every loop in place (node ranges and the training step's end
     /// follow): the flat program, step for step, e.g. to edit one tile.
@@ -546,6 +604,29 @@ impl Lir {
         self.steps = steps;
         self.node_steps = node_steps;
     }
+}
+
+/// DMA commands of `steps`, loops (nested too) expanded.
+fn dma_count(steps: &[Step]) -> usize {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Dma(_) => 1,
+            Step::Loop(l) => l.count as usize * dma_count(&l.body),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Steps of `steps`, loops (nested too) expanded.
+fn flat_count(steps: &[Step]) -> usize {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Loop(l) => l.count as usize * flat_count(&l.body),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Sizes of the read-only constants the program may address.
@@ -939,5 +1020,40 @@ mod tests {
         assert_eq!(rolled.len(), 1);
         let Step::Loop(l) = &rolled[0] else { panic!() };
         assert_eq!((l.count, l.body.len()), (20, 4));
+        // Tiles in groups (a reduction's tiles per output tile, then its
+        // store): a loop over the groups whose body is a loop over the
+        // tiles, not a loop per group; expanded, the same steps.
+        let mut steps = Vec::new();
+        let mut id = 0u32;
+        for g in 0..9u64 {
+            for k in 0..7u64 {
+                steps.push(dma(id, 8192 + 448 * g + 64 * k, (k % 2) * 64, 64));
+                steps.push(Step::Wait(id));
+                id += 1;
+            }
+            steps.push(dma(id, 128, 65536 + 16 * g, 16));
+            steps.push(Step::Wait(id));
+            id += 1;
+        }
+        let before = format!("{steps:?}");
+        let rolled = roll(steps);
+        let after: Vec<Step> = expand(&rolled).map(|s| s.into_owned()).collect();
+        assert_eq!(format!("{after:?}"), before);
+        assert_eq!(rolled.len(), 1, "{rolled:#?}");
+        let Step::Loop(outer) = &rolled[0] else {
+            panic!()
+        };
+        assert_eq!(outer.count, 9);
+        assert!(
+            outer
+                .body
+                .iter()
+                .any(|s| matches!(s, Step::Loop(l) if l.count >= 3)),
+            "{outer:#?}"
+        );
+        let lir_steps = rolled.len();
+        assert_eq!(lir_steps, 1);
+        assert_eq!(dma_count(&rolled), 9 * 8);
+        assert_eq!(flat_count(&rolled), 9 * 16);
     }
 }

@@ -353,23 +353,36 @@ fn emit_steps(
                 .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
                 .collect())
         };
+        // A loop as one `for` over `var` where its iterations' statements
+        // follow the affine rule, else its iterations written out; a loop
+        // nested in it is one `for` over `u` inside.
+        fn rolled(
+            l: &crate::lir::Loop,
+            var: roll::Var,
+            stmts: &dyn Fn(&Step) -> Result<Vec<String>>,
+        ) -> Result<Vec<String>> {
+            let mut iters = Vec::with_capacity(l.count as usize);
+            for t in 0..l.count {
+                let mut it = Vec::new();
+                for s in l.iteration(t) {
+                    match &s {
+                        Step::Loop(inner) if var == roll::Var::T => {
+                            it.extend(rolled(inner, roll::Var::U, stmts)?)
+                        }
+                        s => it.extend(stmts(s)?),
+                    }
+                }
+                iters.push(it);
+            }
+            Ok(match roll::affine_loop(&iters, var) {
+                Some(lines) => lines,
+                None => iters.into_iter().flatten().collect(),
+            })
+        }
         let mut out = Vec::new();
         for step in &lir.steps[lir.node_steps[n].clone()] {
             match step {
-                Step::Loop(l) => {
-                    let mut iters = Vec::with_capacity(l.count as usize);
-                    for t in 0..l.count {
-                        let mut it = Vec::new();
-                        for s in l.iteration(t) {
-                            it.extend(stmts(&s)?);
-                        }
-                        iters.push(it);
-                    }
-                    match roll::affine_loop(&iters) {
-                        Some(lines) => out.extend(lines),
-                        None => out.extend(iters.into_iter().flatten()),
-                    }
-                }
+                Step::Loop(l) => out.extend(rolled(l, roll::Var::T, &stmts)?),
                 s => out.extend(stmts(s)?),
             }
         }

@@ -48,13 +48,37 @@ fn parse(line: &str) -> Stmt {
     Stmt { template, ints }
 }
 
-/// A literal of iteration `t`: `v0 + t*d`.
-fn affine(v0: u64, d: i128) -> String {
+/// A literal of iteration `var`: `v0 + var*d`. The outer loop's variable
+/// is `t` and writes `v0` as `v0u`; an inner loop's is `u` and writes `v0`
+/// bare, so that the outer loop reads it as a literal of its own (and
+/// writes `((v0u + t * Du) + u * d)`); `d` is part of the statement's text.
+fn affine(v0: u64, d: i128, var: Var) -> String {
+    let v = match var {
+        Var::T => format!("{v0}u"),
+        Var::U => v0.to_string(),
+    };
+    let n = var.name();
     match d {
         0 => v0.to_string(),
-        1 => format!("({v0}u + t)"),
-        d if d > 0 => format!("({v0}u + t * {d}u)"),
-        d => format!("({v0}u - t * {}u)", -d),
+        1 => format!("({v} + {n})"),
+        d if d > 0 => format!("({v} + {n} * {d}u)"),
+        d => format!("({v} - {n} * {}u)", -d),
+    }
+}
+
+/// A loop's variable: `t` for a tile loop, `u` for a loop nested in one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Var {
+    T,
+    U,
+}
+
+impl Var {
+    fn name(self) -> &'static str {
+        match self {
+            Var::T => "t",
+            Var::U => "u",
+        }
     }
 }
 
@@ -63,7 +87,7 @@ fn affine(v0: u64, d: i128) -> String {
 /// statements with every integer literal that changes written as
 /// `v0 + t*d`, or `None` when the iterations' statements do not match that
 /// rule literal for literal (then the caller writes them out one by one).
-pub fn affine_loop(iters: &[Vec<String>]) -> Option<Vec<String>> {
+pub fn affine_loop(iters: &[Vec<String>], var: Var) -> Option<Vec<String>> {
     iters.first()?;
     let parsed: Vec<Vec<Stmt>> = iters
         .iter()
@@ -101,16 +125,18 @@ pub fn affine_loop(iters: &[Vec<String>]) -> Option<Vec<String>> {
             }
         }
     }
+    let n = var.name();
     let mut out = vec![format!(
-        "for (uint32_t t = 0; t < {}u; t++) {{",
+        "for (uint32_t {n} = 0; {n} < {}u; {n}++) {{",
         iters.len()
     )];
-    for (stmt, dd) in p0.iter().zip(&d) {
-        let mut text = String::new();
+    for ((stmt, dd), line) in p0.iter().zip(&d).zip(&iters[0]) {
+        // The statement's own indentation (an inner loop's body) stays.
+        let mut text = line[..line.len() - line.trim_start().len()].to_string();
         for (j, piece) in stmt.template.iter().enumerate() {
             text.push_str(piece);
             if j < stmt.ints.len() {
-                text.push_str(&affine(stmt.ints[j], dd[j]));
+                text.push_str(&affine(stmt.ints[j], dd[j], var));
             }
         }
         out.push(format!("    {text}"));
@@ -123,31 +149,47 @@ pub fn affine_loop(iters: &[Vec<String>]) -> Option<Vec<String>> {
 mod tests {
     use super::*;
 
-    /// Expand rolled lines back by running the loops with a tiny evaluator
-    /// of the `(a u + t * b u)` forms this module writes.
+    /// Expand rolled lines back by running the loops (over `t`, and the
+    /// loops over `u` inside them) with a tiny evaluator of the
+    /// `(a u + t * b u)` forms this module writes.
     fn unroll(lines: &[String]) -> Vec<String> {
+        unroll_var(lines, "t")
+            .into_iter()
+            .map(|l| l.trim_start().to_string())
+            .collect()
+    }
+
+    fn unroll_var(lines: &[String], var: &str) -> Vec<String> {
+        let head = format!("for (uint32_t {var} = 0; {var} < ");
         let mut out = Vec::new();
         let mut i = 0;
         while i < lines.len() {
-            let l = lines[i].trim_start();
-            if let Some(rest) = l.strip_prefix("for (uint32_t t = 0; t < ") {
+            let l = &lines[i];
+            let indent = &l[..l.len() - l.trim_start().len()];
+            if let Some(rest) = l.trim_start().strip_prefix(&head) {
                 let k: u64 = rest[..rest.find('u').unwrap()].parse().unwrap();
-                let end = i + lines[i..].iter().position(|x| x.trim() == "}").unwrap();
+                let close = format!("{indent}}}");
+                let end = i + lines[i..].iter().position(|x| *x == close).unwrap();
                 for t in 0..k {
-                    for body in &lines[i + 1..end] {
-                        out.push(eval(body.trim_start(), t));
-                    }
+                    let body: Vec<String> = lines[i + 1..end]
+                        .iter()
+                        .map(|b| eval(b.strip_prefix("    ").unwrap(), var, t))
+                        .collect();
+                    out.extend(unroll_var(&body, "u"));
                 }
                 i = end + 1;
             } else {
-                out.push(l.to_string());
+                out.push(l.clone());
                 i += 1;
             }
         }
         out
     }
 
-    fn eval(s: &str, t: u64) -> String {
+    /// `s` with every `(a + var)`, `(a + var * b)` and `(a - var * b)` of
+    /// iteration `t` replaced by its value (`a` with or without `u`).
+    fn eval(s: &str, var: &str, t: u64) -> String {
+        let num = |x: &str| x.strip_suffix('u').unwrap_or(x).parse::<u64>().ok();
         let mut out = String::new();
         let mut rest = s;
         while let Some(p) = rest.find('(') {
@@ -156,15 +198,9 @@ mod tests {
                 let inner = &rest[p + 1..e];
                 let parts: Vec<&str> = inner.split(' ').collect();
                 match parts.as_slice() {
-                    [a, "+", "t"] => Some(a.strip_suffix('u')?.parse::<u64>().ok()? + t),
-                    [a, "+", "t", "*", b] => Some(
-                        a.strip_suffix('u')?.parse::<u64>().ok()?
-                            + t * b.strip_suffix('u')?.parse::<u64>().ok()?,
-                    ),
-                    [a, "-", "t", "*", b] => Some(
-                        a.strip_suffix('u')?.parse::<u64>().ok()?
-                            - t * b.strip_suffix('u')?.parse::<u64>().ok()?,
-                    ),
+                    [a, "+", v] if *v == var => Some(num(a)? + t),
+                    [a, "+", v, "*", b] if *v == var => Some(num(a)? + t * num(b)?),
+                    [a, "-", v, "*", b] if *v == var => Some(num(a)? - t * num(b)?),
                     _ => None,
                 }
                 .map(|v| (v, e))
@@ -183,6 +219,50 @@ mod tests {
         }
         out.push_str(rest);
         out
+    }
+
+    /// Tiles in groups (a reduction's tiles per output tile): each outer
+    /// iteration is an inner loop and a store, and the outer loop rolls
+    /// the inner one with its literals, which unroll to every statement.
+    #[test]
+    fn a_loop_of_loops_unrolls_to_its_iterations() {
+        let inner = |g: u64| -> Vec<Vec<String>> {
+            (0..6u64)
+                .map(|k| {
+                    vec![
+                        format!(
+                            "st_dma({}, st_l1 + 0, st_l2 + {}, 64);",
+                            100 * g + k,
+                            4096 + 640 * g + 64 * k
+                        ),
+                        format!("st_dma_wait({});", 100 * g + k),
+                        format!("kernel(st_l1 + {}, {});", 256 - 8 * k, 16),
+                    ]
+                })
+                .collect()
+        };
+        let outer: Vec<Vec<String>> = (0..5u64)
+            .map(|g| {
+                let mut it = affine_loop(&inner(g), Var::U).unwrap();
+                it.push(format!("st_store({}, {});", 9000 + g, 77));
+                it
+            })
+            .collect();
+        assert!(outer[0][0].starts_with("for (uint32_t u = 0; u < 6u; u++)"));
+        let rolled = affine_loop(&outer, Var::T).unwrap();
+        assert_eq!(rolled.len(), 2 + outer[0].len(), "{rolled:#?}");
+        assert!(
+            rolled.iter().any(|l| l.contains("((0u + t * 100u) + u)")),
+            "{rolled:#?}"
+        );
+        let flat: Vec<String> = (0..5u64)
+            .flat_map(|g| {
+                let mut v = inner(g).concat();
+                v.push(format!("st_store({}, {});", 9000 + g, 77));
+                v
+            })
+            .collect();
+        assert_eq!(unroll(&rolled), flat);
     }
 
     #[test]
@@ -211,16 +291,16 @@ mod tests {
                 ]
             })
             .collect();
-        let rolled = affine_loop(&iters).unwrap();
+        let rolled = affine_loop(&iters, Var::T).unwrap();
         assert_eq!(rolled.len(), 5, "{rolled:#?}");
         assert_eq!(unroll(&rolled), iters.concat());
         // A literal off the rule in one iteration: no loop.
         let mut off = iters.clone();
         off[7][2] = "kernel(st_l1 + 256, 17);".into();
-        assert!(affine_loop(&off).is_none());
+        assert!(affine_loop(&off, Var::T).is_none());
         // A statement of another shape: no loop.
         let mut other = iters;
         other[3][1] = "st_dma_wait2(9);".into();
-        assert!(affine_loop(&other).is_none());
+        assert!(affine_loop(&other, Var::T).is_none());
     }
 }
