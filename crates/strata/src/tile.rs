@@ -1819,14 +1819,19 @@ fn model_cycles(
     }
 }
 
-/// Candidate chunk sizes along an axis of size `d`.
-fn chunk_sizes(d: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = (1..=d).filter(|c| d.is_multiple_of(*c)).collect();
-    let mut p = 1;
+/// Candidate chunk sizes below `d` along an axis of size `d`, all
+/// multiples of `step` (an axis read through a strided transposed window
+/// splits in stride multiples): its divisors and `step` times the powers
+/// of two, so that a stride that divides no chunk of the height (3 on 17
+/// rows) still cuts it, the last chunk ragged.
+fn chunk_sizes(d: usize, step: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (1..d).filter(|c| d.is_multiple_of(*c)).collect();
+    let mut p = step;
     while p < d {
         v.push(p);
         p *= 2;
     }
+    v.retain(|c| c.is_multiple_of(step));
     v.sort_unstable();
     v.dedup();
     v
@@ -1887,23 +1892,11 @@ fn choose(
                 .map(|w| w.4)
                 .max()
                 .unwrap_or(1);
-            // Stride multiples that divide no height (a stride of 3 on
-            // 17 rows) still cut it: the last chunk is ragged.
-            let mut sizes = chunk_sizes(sp.dims[a]);
-            let mut c = step;
-            while step > 1 && c < sp.dims[a] {
-                sizes.push(c);
-                c *= 2;
-            }
-            sizes.sort_unstable();
-            sizes.dedup();
-            for c in sizes {
-                if c < sp.dims[a] && c % step == 0 {
-                    cands.push(Tiling {
-                        iter: iter.clone(),
-                        split: Some((a, c)),
-                    });
-                }
+            for c in chunk_sizes(sp.dims[a], step) {
+                cands.push(Tiling {
+                    iter: iter.clone(),
+                    split: Some((a, c)),
+                });
             }
         }
     }
@@ -2093,9 +2086,16 @@ fn tile_op(
         w.copied()
             .ok_or_else(|| "its tiling rule has no window".to_string())
     };
-    let resolve = |c: &Window, kernel: Vec<usize>| {
-        c.resolve(2, Some(kernel))
-            .map_err(|e| format!("its window does not resolve: {e}"))
+    // The node's window with the tile's pads along the rows (`kernel`:
+    // the node's kernel extents, for the columns' pads).
+    let row_pads = |c: &Window, kernel: Vec<usize>, pt: i64, pb: i64| {
+        let w2 = c
+            .resolve(2, Some(kernel))
+            .map_err(|e| format!("its window does not resolve: {e}"))?;
+        Ok::<_, String>(Window {
+            pads: Some(vec![pt, w2.p.1 as i64, pb, w2.p.3 as i64]),
+            ..c.clone()
+        })
     };
     Ok(match sp.retile {
         Retile::Same => None,
@@ -2116,11 +2116,7 @@ fn tile_op(
             let h = g.ty(input(i)?).shape[a];
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
             let w = g.ty(input(1)?);
-            let w2 = resolve(&c.win, w.shape[2..].to_vec())?;
-            let win = Window {
-                pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
-                ..c.win.clone()
-            };
+            let win = row_pads(&c.win, w.shape[2..].to_vec(), pt as i64, pb as i64)?;
             Some(std::sync::Arc::new(Conv {
                 win,
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
@@ -2157,11 +2153,7 @@ fn tile_op(
             let (i, a, sa, k, st, p) = window(sp.windows.first())?;
             let h = g.ty(input(i)?).shape[a];
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
-            let w2 = resolve(&c.win, kernel.to_vec())?;
-            let win = Window {
-                pads: Some(vec![pt as i64, w2.p.1 as i64, pb as i64, w2.p.3 as i64]),
-                ..c.win.clone()
-            };
+            let win = row_pads(&c.win, kernel.to_vec(), pt as i64, pb as i64)?;
             Some(std::sync::Arc::new(ConvGrad {
                 win,
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
@@ -2224,11 +2216,7 @@ fn tile_op(
             let (o0, o1) = trows(oh, (i0, i1), k, st, p);
             let pt = p + i0 - o0 * st;
             let pb = ((o1 as i64 - 1) * st as i64 - p as i64 + k as i64 - i1 as i64).max(0);
-            let w2 = resolve(&c.win, kernel.to_vec())?;
-            let win = Window {
-                pads: Some(vec![pt as i64, w2.p.1 as i64, pb, w2.p.3 as i64]),
-                ..c.win.clone()
-            };
+            let win = row_pads(&c.win, kernel.to_vec(), pt as i64, pb)?;
             Some(std::sync::Arc::new(ConvGrad {
                 win,
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
@@ -3087,8 +3075,7 @@ mod tests {
         let n = &conv.nodes[0];
         let sp = phase_space(n, &conv, &phases(n, &conv)[0]);
         assert!(matches!(sp.retile, Retile::Rows { .. }), "{:?}", sp.retile);
-        let whole: Vec<(usize, usize)> = sp.dims.iter().map(|&d| (0, d)).collect();
-        let mut rows = whole.clone();
+        let mut rows: Vec<(usize, usize)> = sp.dims.iter().map(|&d| (0, d)).collect();
         let (_, _, sa, ..) = sp.windows[0];
         rows[sa] = (0, 3);
         assert!(tile_op(n, &conv, &sp, &rows).unwrap().is_some());

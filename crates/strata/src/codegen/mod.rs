@@ -343,52 +343,51 @@ fn emit_steps(
             "node {n}: {} ({}): {what}",
             node.name, node.op_type
         ));
-        // `emit_step` indents each statement one level; the writer owns the
-        // indentation, and the loops indent their bodies one more.
-        let stmts = |step: &Step| -> Result<Vec<String>> {
-            let mut lines = String::new();
-            emit_step(&mut lines, p, step)?;
-            Ok(lines
-                .lines()
-                .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
-                .collect())
-        };
-        // A loop as one `for` over `var` where its iterations' statements
-        // follow the affine rule, else its iterations written out; a loop
-        // nested in it is one `for` over `u` inside.
-        fn rolled(
-            l: &crate::lir::Loop,
-            var: roll::Var,
-            stmts: &dyn Fn(&Step) -> Result<Vec<String>>,
-        ) -> Result<Vec<String>> {
-            let mut iters = Vec::with_capacity(l.count as usize);
-            for t in 0..l.count {
-                let mut it = Vec::new();
-                for s in l.iteration(t) {
-                    match &s {
-                        Step::Loop(inner) if var == roll::Var::T => {
-                            it.extend(rolled(inner, roll::Var::U, stmts)?)
-                        }
-                        s => it.extend(stmts(s)?),
-                    }
-                }
-                iters.push(it);
-            }
-            Ok(match roll::affine_loop(&iters, var) {
-                Some(lines) => lines,
-                None => iters.into_iter().flatten().collect(),
-            })
-        }
         let mut out = Vec::new();
         for step in &lir.steps[lir.node_steps[n].clone()] {
             match step {
-                Step::Loop(l) => out.extend(rolled(l, roll::Var::T, &stmts)?),
-                s => out.extend(stmts(s)?),
+                Step::Loop(l) => out.extend(loop_lines(p, l, roll::Var::T)?),
+                s => out.extend(statements(p, s)?),
             }
         }
         w.lines(out);
     }
     Ok(())
+}
+
+/// The statements of one step, unindented (`emit_step` indents each one
+/// level; the writer owns the indentation, and loops indent their bodies
+/// one more).
+fn statements(p: &Program, step: &Step) -> Result<Vec<String>> {
+    let mut lines = String::new();
+    emit_step(&mut lines, p, step)?;
+    Ok(lines
+        .lines()
+        .map(|l| l.strip_prefix(cwriter::INDENT).unwrap_or(l).to_string())
+        .collect())
+}
+
+/// A tile loop as one `for` over `var` where its iterations' statements
+/// follow the affine rule, else its iterations written out; a loop nested
+/// in it is one `for` over `u` inside.
+fn loop_lines(p: &Program, l: &crate::lir::Loop, var: roll::Var) -> Result<Vec<String>> {
+    let mut iters = Vec::with_capacity(l.count as usize);
+    for t in 0..l.count {
+        let mut it = Vec::new();
+        for s in l.iteration(t) {
+            match &s {
+                Step::Loop(inner) if var == roll::Var::T => {
+                    it.extend(loop_lines(p, inner, roll::Var::U)?)
+                }
+                s => it.extend(statements(p, s)?),
+            }
+        }
+        iters.push(it);
+    }
+    Ok(match roll::affine_loop(&iters, var) {
+        Some(lines) => lines,
+        None => iters.into_iter().flatten().collect(),
+    })
 }
 
 /// The C of one LIR step. A transfer is dispatched on its (source,
