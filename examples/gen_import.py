@@ -268,6 +268,49 @@ def mse(rng, case, domain, shape=(4, 6)):
     write(case, nodes, ins, [vi("loss", []), vi("grad", list(shape))], ins, refs)
 
 
+def sce(rng, case, b, c, reduction, weighted, ignore):
+    """SoftmaxCrossEntropyLoss(X, labels[, weight]) -> (loss, log_prob) and
+    ORT's SoftmaxCrossEntropyLossGrad(dY, log_prob, labels[, weight]) -> dX.
+    Rows whose label is `ignore` weigh 0; a mean divides by the weight of
+    the batch's other rows."""
+    x = 3 * rand(rng, b, c)
+    labels = rng.integers(0, c, size=b).astype(np.int64)
+    attrs = {"reduction": reduction}
+    if ignore is not None:
+        labels[::7] = ignore
+        attrs["ignore_index"] = ignore
+    w = (rng.random(c) + 0.5).astype(np.float32) if weighted else None
+    dy = rand(rng) if reduction != "none" else rand(rng, b)
+    xs = f64(x)
+    logp = xs - xs.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    keep = labels != (ignore if ignore is not None else -(2**62))
+    rw = np.where(keep, f64(w)[np.where(keep, labels, 0)] if weighted else 1.0, 0.0)
+    per = -rw * logp[np.arange(b), np.where(keep, labels, 0)]
+    onehot = np.zeros((b, c))
+    onehot[np.arange(b)[keep], labels[keep]] = 1.0
+    if reduction == "none":
+        loss, scale = per, f64(dy) * rw
+    elif reduction == "sum":
+        loss, scale = per.sum(), f64(dy) * rw
+    else:
+        loss, scale = per.sum() / rw.sum(), f64(dy) * rw / rw.sum()
+    dx = (np.exp(logp) - onehot) * scale[:, None]
+    ins = {"x": x, "labels": labels, "dy": dy}
+    names = ["x", "labels"]
+    if weighted:
+        ins["w"] = w
+        names.append("w")
+    nodes = [
+        helper.make_node("SoftmaxCrossEntropyLoss", names, ["loss", "log_prob"], **attrs),
+        helper.make_node("SoftmaxCrossEntropyLossGrad", ["dy", "log_prob"] + names[1:], ["dx"],
+                         domain=MS, **attrs),
+    ]
+    refs = {"loss": loss, "log_prob": logp, "dx": dx}
+    outs = [vi("loss", list(np.shape(loss))), vi("log_prob", [b, c]), vi("dx", [b, c])]
+    write(case, nodes, ins, outs, ins, refs)
+
+
 def gap_grad(rng, case, domain):
     """GlobalAveragePoolGrad(dY) with kernel_shape = [H, W]: dY / (H W)."""
     dy = rand(rng, 2, 3, 1, 1)
@@ -568,6 +611,12 @@ def main():
     conv_grad_x_rows(rng, "conv_grad_x_s2_rows", 3, 4, 1, (14, 10), 3, 2, 1)
     conv_grad_x_rows(rng, "conv_grad_x_depthwise_s2_rows", 4, 4, 4, (13, 9), 3, 2, 1)
     conv_grad_x_rows(rng, "conv_grad_x_1x1_s2_rows", 4, 6, 1, (12, 8), 1, 2, 0)
+    # Softmax cross-entropy by rows at a small L1 (tests/tiling.rs): a mean
+    # with class weights and ignored rows, split into per-row losses and
+    # their reduction; a sum; per-row losses (reduction none).
+    sce(rng, "sce_mean_tiled", 48, 40, "mean", True, -1)
+    sce(rng, "sce_sum_tiled", 30, 24, "sum", False, None)
+    sce(rng, "sce_none_tiled", 20, 36, "none", True, 3)
 
 
 if __name__ == "__main__":

@@ -59,19 +59,33 @@ void st_sce_loss(void *args) {
 
 void st_sce_loss_grad(void *args) {
     const st_sce_loss_grad_args *a = (const st_sce_loss_grad_args *)args;
-    float total = st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, a->b);
+    int nl = a->labels_n ? a->labels_n : a->b;
+    float total = st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, nl);
     size_t lo, hi;
     st_split((size_t)a->b, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         float d = a->dy ? (a->reduction == 0 ? a->dy[i] : a->dy[0]) : 1.0f;
-        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, (int)i);
+        int r = a->row0 + (int)i;
+        float w = st_row_weight(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, r);
         float scale = a->reduction == 2 ? d * w / total : d * w;
-        long long l = st_label(a->labels, a->label_i32, (int)i);
+        long long l = st_label(a->labels, a->label_i32, r);
         for (int j = 0; j < a->c; j++) {
             float onehot = (long long)j == l ? 1.0f : 0.0f;
             a->dx[i * (size_t)a->c + j] = (expf(a->logp[i * (size_t)a->c + j]) - onehot) * scale;
         }
     }
+}
+
+/* Sequential on core 0, in st_sce_loss's order: the same sum. */
+void st_sce_loss_reduce(void *args) {
+    const st_sce_loss_reduce_args *a = (const st_sce_loss_reduce_args *)args;
+    if (st_core_id() != 0) return;
+    st_psum sum;
+    st_psum_init(&sum);
+    for (int i = 0; i < a->b; i++) st_psum_add(&sum, a->per[i]);
+    float acc = st_psum_total(&sum);
+    if (a->reduction == 2) acc /= st_weight_total(a->labels, a->label_i32, a->weight, a->ignore_index, a->c, a->b);
+    a->loss[0] = acc;
 }
 
 void st_mse_loss(void *args) {

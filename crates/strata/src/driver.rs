@@ -97,7 +97,7 @@ impl Target {
 /// as it is.
 pub fn prepare(p: &mut Program, target: &Target) -> Result<()> {
     if let (Some(l1), None) = (target.l1, &p.schedule) {
-        crate::split::batchnorm(p, l1)?;
+        crate::split::apply(p, l1)?;
     }
     schedule::apply(p, target.schedule)
 }

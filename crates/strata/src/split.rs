@@ -24,22 +24,42 @@
 //! split program differs from the node only where a sum is accumulated
 //! over several tiles (a different order of the same additions). A node
 //! whose channel fits is left as it is.
+//!
+//! A softmax cross-entropy loss that sums or averages over the batch,
+//! `SoftmaxCrossEntropyLoss(X, labels, weight?) → (loss, log_prob)`, needs
+//! its whole batch in one tile. Where that does not fit, it becomes the
+//! same loss with reduction `none`, which tiles by rows, into per-row
+//! losses `[B]`, and `SoftmaxCrossEntropyLossReduce(per_row, labels,
+//! weight?) → loss` (`ops::loss::SceReduce`), which sums them in the
+//! node's order (and divides by the batch's weight for a mean): the same
+//! loss bit for bit.
 
 use crate::error::Result;
 use crate::ir::{Graph, Node, NodeId, TensorId, TensorKind};
 use crate::ops::elementwise::{BinKind, Binary};
+use crate::ops::loss::{Reduction, Sce, SceReduce};
 use crate::ops::norm::{BatchNormGrad, BatchNormTrain, BnSplit, BnStage};
 use crate::program::{Program, Role};
 use crate::tensor::TensorType;
 
-/// Split every batch normalization of `p` whose smallest tile does not fit
-/// `l1` bytes; returns how many were split.
-pub fn batchnorm(p: &mut Program, l1: u64) -> Result<usize> {
+/// Split every batch normalization and batch-reducing softmax
+/// cross-entropy loss of `p` whose smallest tile does not fit `l1` bytes;
+/// returns how many were split.
+pub fn apply(p: &mut Program, l1: u64) -> Result<usize> {
     let old = std::mem::take(&mut p.graph.nodes);
     let mut nodes: Vec<Node> = Vec::with_capacity(old.len());
     let mut train_end = p.train_end;
     let mut split = 0;
     for (i, n) in old.into_iter().enumerate() {
+        if let Some((sce, c)) = unfit_sce(&n, &p.graph, l1) {
+            let pieces = sce_stages(p, &n, sce, c);
+            if i < p.train_end {
+                train_end += pieces.len() - 1;
+            }
+            nodes.extend(pieces);
+            split += 1;
+            continue;
+        }
         let Some(shape) = unfit_x(&n, &p.graph, l1) else {
             nodes.push(n);
             continue;
@@ -76,12 +96,64 @@ pub fn batchnorm(p: &mut Program, l1: u64) -> Result<usize> {
     Ok(split)
 }
 
-/// The nodes of `p`, by position, that [`batchnorm`] splits for `l1`
-/// bytes of L1 (none of them is changed here).
+/// The nodes of `p`, by position, that [`apply`] splits for `l1` bytes of
+/// L1 (none of them is changed here).
 pub fn unfit(p: &Program, l1: u64) -> Vec<usize> {
     (0..p.graph.nodes.len())
-        .filter(|&i| unfit_x(&p.graph.nodes[i], &p.graph, l1).is_some())
+        .filter(|&i| {
+            let (n, g) = (&p.graph.nodes[i], &p.graph);
+            unfit_x(n, g, l1).is_some() || unfit_sce(n, g, l1).is_some()
+        })
         .collect()
+}
+
+/// The loss and the class count, when `n` is a softmax cross-entropy loss
+/// that sums or averages over a batch `[B, C]` and does not fit `l1` bytes.
+fn unfit_sce(n: &Node, g: &Graph, l1: u64) -> Option<(Sce, usize)> {
+    let sce = *(&*n.op as &dyn std::any::Any).downcast_ref::<Sce>()?;
+    let &Some(x) = n.inputs.first()? else {
+        return None;
+    };
+    let shape = &g.ty(x).shape;
+    if sce.reduction == Reduction::None || shape.len() != 2 || crate::tile::smallest_fits(n, g, l1)
+    {
+        return None;
+    }
+    Some((sce, shape[1]))
+}
+
+/// A loss's `reduction="none"` loss into per-row losses, and their sum or
+/// mean into the loss (see the module documentation).
+fn sce_stages(p: &mut Program, n: &Node, sce: Sce, classes: usize) -> Vec<Node> {
+    let input = |k: usize| n.inputs.get(k).copied().flatten();
+    let output = |k: usize| n.outputs.get(k).copied().flatten();
+    let b = input(0).map_or(0, |x| p.graph.ty(x).shape[0]);
+    let per = vector(p, n, "per_row", b);
+    let rows = Sce {
+        reduction: Reduction::None,
+        ..sce
+    };
+    let mut out = vec![node(
+        n,
+        "rows",
+        &n.op_type,
+        &n.domain,
+        Box::new(rows),
+        n.inputs.clone(),
+        vec![Some(per), output(1)],
+    )];
+    if output(0).is_some() {
+        out.push(node(
+            n,
+            "reduce",
+            "SoftmaxCrossEntropyLossReduce",
+            crate::ops::STRATA,
+            Box::new(SceReduce { sce, classes }),
+            vec![Some(per), input(1), input(2)],
+            vec![output(0)],
+        ));
+    }
+    out
 }
 
 /// The shape of X, `[N, C, ..]`, when `n` is a batch normalization
@@ -107,7 +179,7 @@ fn unfit_x(n: &Node, g: &Graph, l1: u64) -> Option<Vec<usize>> {
     Some(shape.clone())
 }
 
-/// A new [C] float tensor produced by a stage of node `n`.
+/// A new `[c]` float tensor produced by a stage of node `n`.
 fn vector(p: &mut Program, n: &Node, what: &str, c: usize) -> TensorId {
     let t = p.graph.add_tensor(
         format!("{}/{what}", n.name),

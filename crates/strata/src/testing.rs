@@ -137,7 +137,7 @@ fn tiled(
 ) -> Result<Tiled> {
     let mut f = one_step(graph, inputs)?;
     let interp = fixture::run_interp(&f)?.tensors;
-    crate::split::batchnorm(&mut f.program, l1)?;
+    crate::split::apply(&mut f.program, l1)?;
     let plan = crate::driver::plan_program(&f.program, u64::MAX / 4)?;
     let mut target = crate::driver::Target::with_l2(u64::MAX / 4);
     target.l1 = Some(l1);

@@ -112,6 +112,9 @@ pub enum Retile {
         group: Option<usize>,
         kernel: [usize; 2],
     },
+    /// A softmax cross-entropy gradient's rows (space axis 0): the tile's
+    /// op knows its first row, its labels being the whole batch's.
+    SceRows,
     /// MaxPool's indices (flat over the whole input, as ONNX defines them)
     /// from a tile of (n, c) planes, and MaxPoolGrad reading them: the
     /// tile's op knows where its planes sit (space axes 0 and 1 are N and C).
@@ -848,6 +851,61 @@ fn attr_space(
             },
             inputs,
             outputs: vec![Some(ident)],
+            ..Default::default()
+        });
+    }
+    if let Some(sce) = op.downcast_ref::<loss::Sce>() {
+        // SoftmaxCrossEntropyLoss with reduction `none`: every row is its
+        // own (rows of the scores, the labels, the losses and log_prob;
+        // the class weights whole). A sum or a mean over the batch has no
+        // rule: where it does not fit L1, `crate::split` makes it a
+        // `none` loss and its reduction.
+        let x = ins.first().copied().flatten()?;
+        if sce.reduction != loss::Reduction::None || x.shape.len() != 2 {
+            return None;
+        }
+        let rows: AxisMap = vec![Some(0), None];
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some(rows.clone());
+        *inputs.get_mut(1)? = Some(vec![Some(0)]);
+        let outputs = outs
+            .iter()
+            .enumerate()
+            .map(|(k, t)| t.map(|_| if k == 0 { vec![Some(0)] } else { rows.clone() }))
+            .collect();
+        return Some(Space {
+            dims: vec![x.shape[0]],
+            parallel: vec![true],
+            inputs,
+            outputs,
+            ..Default::default()
+        });
+    }
+    if op.is::<loss::SceGrad>() {
+        // SoftmaxCrossEntropyLossGrad: rows of dY (reduction `none`),
+        // log_prob and dX; the labels and class weights whole, so that a
+        // tile's op (`Retile::SceRows`) divides a mean by the whole batch's
+        // weight and reads its rows' labels.
+        let types: Vec<Option<&TensorType>> = ins.to_vec();
+        let g = loss::grad_args(&types).ok()?;
+        let lp = ins.get(g.logp).copied().flatten()?;
+        if lp.shape.len() != 2 {
+            return None;
+        }
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[g.logp] = Some(vec![Some(0), None]);
+        if let Some(d) = g.dy {
+            let dy = ins.get(d).copied().flatten()?;
+            if dy.shape.len() == 1 {
+                inputs[d] = Some(vec![Some(0)]);
+            }
+        }
+        return Some(Space {
+            dims: vec![lp.shape[0]],
+            parallel: vec![true],
+            retile: Retile::SceRows,
+            inputs,
+            outputs: vec![Some(vec![Some(0), None])],
             ..Default::default()
         });
     }
@@ -2176,6 +2234,15 @@ fn tile_op(
                 tile: true,
             }))
         }
+        Retile::SceRows => {
+            let sg = op
+                .downcast_ref::<crate::ops::loss::SceGrad>()
+                .ok_or_else(|| expected("a softmax cross-entropy gradient"))?;
+            (tile[0] != (0, sp.dims[0])).then(|| {
+                std::sync::Arc::new(crate::ops::loss::SceGrad(sg.0, Some(tile[0].0)))
+                    as std::sync::Arc<dyn crate::ops::Op>
+            })
+        }
         Retile::Mean(count) => {
             let whole = (0..sp.dims.len())
                 .filter(|&a| sp.reduced(a))
@@ -2254,6 +2321,12 @@ fn is_view(n: &Node) -> bool {
                 .iter()
                 .any(|a| a.output == o && a.kind == AliasKind::View)
     })
+}
+
+/// Whether node `n`'s smallest tile (single-buffered; the whole op where
+/// it has no tiling rule) fits `l1` bytes.
+pub fn smallest_fits(n: &Node, g: &Graph, l1: u64) -> bool {
+    least_l1(n, g).0 <= l1
 }
 
 /// The L1 bytes of node `n`'s smallest tile (single-buffered, its largest

@@ -303,7 +303,7 @@ fn many_budgets_split_and_still_agree() {
 
 use strata::ops::Attribute;
 use strata::tensor::Tensor;
-use strata::testing::{attr_i, attr_ints, run_tiled, single_node, In, Rng};
+use strata::testing::{attr_i, attr_ints, attr_s, run_tiled, single_node, In, Rng};
 
 /// A single-node graph whose tensors exceed `l1`: at every budget and
 /// buffering, it splits into several tiles, and the simulator and the
@@ -1208,6 +1208,92 @@ fn mse_loss_and_its_gradient_tile() {
         ("mse_tiled", 1_500, "MSELoss", &[], &["single-buffered"]),
         ("mse_tiled", 1_000, "MSELossGrad", &[], &["single-buffered"]),
     ]);
+}
+
+/// Softmax cross-entropy, which ran as one tile of its whole batch, is cut
+/// by rows: a loss with reduction `none` and every gradient directly (the
+/// gradient's tiles read all labels, so a mean divides by the batch's
+/// weight), a sum or a mean split into per-row losses and their reduction
+/// (`crate::split`). Generated cases (`examples/import/sce_*`: class
+/// weights, ignored rows) within numpy's float64 reference, in the
+/// simulator and both C targets, single- and double-buffered, each below
+/// the L1 its whole batch needed (sce_mean_tiled [48, 40]: 15,920 bytes).
+#[test]
+fn softmax_cross_entropy_tiles_by_rows() {
+    needs_less_l1(
+        &workspace().join("examples/import"),
+        &[
+            ("sce_mean_tiled", 15_920),
+            ("sce_sum_tiled", 6_016),
+            ("sce_none_tiled", 6_144),
+        ],
+    );
+    let mut cases: Vec<CutCase> = Vec::new();
+    for (case, l1) in [
+        ("sce_mean_tiled", 900),
+        ("sce_sum_tiled", 600),
+        ("sce_none_tiled", 800),
+    ] {
+        for op in ["SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"] {
+            cases.push((case, l1, op, &["axis 0"], &[]));
+        }
+    }
+    import_cases_cut(&cases);
+}
+
+/// Training programs whose least L1 was their loss's whole batch (ONNX
+/// Runtime's own graph of `examples/ort/mlp`, 240 bytes; `examples/mlp`,
+/// 368) train below it: the loss split, it and its gradient cut by rows,
+/// within the reference (ONNX Runtime's, numpy's) in the simulator and
+/// both C targets, single- and double-buffered.
+#[test]
+fn training_programs_train_below_their_losses_whole_batch() {
+    let ws = workspace();
+    needs_less_l1(&ws.join("examples/ort"), &[("mlp", 240)]);
+    needs_less_l1(&ws.join("examples"), &[("mlp", 368)]);
+    let ops = ["SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"];
+    let ort: Vec<CutCase> = ops
+        .map(|op| ("mlp", 170, op, &["axis 0"][..], &[][..]))
+        .to_vec();
+    cases_cut(&ws.join("examples/ort"), &ort);
+    let own: Vec<CutCase> = ops
+        .map(|op| ("mlp", 300, op, &["axis 0"][..], &[][..]))
+        .to_vec();
+    cases_cut(&ws.join("examples"), &own);
+}
+
+/// The split loss and the gradient's row tiles give the whole node's
+/// outputs bit for bit (the same per-row values, summed in the same order;
+/// each row's own label and the batch's weight): a mean with class weights
+/// and an ignored label, at L1 budgets a few rows fit.
+#[test]
+fn softmax_cross_entropy_by_rows_is_bit_exact() {
+    let mut rng = Rng(53);
+    let (b, c) = (24, 30);
+    let x = rng.tensor(&[b, c]);
+    let w = rng.tensor(&[c]);
+    let labels: Vec<i64> = (0..b)
+        .map(|i| if i % 5 == 2 { -7 } else { rng.below(c) as i64 })
+        .collect();
+    let labels = Tensor::i64(vec![b], labels);
+    let attrs = [attr_s("reduction", "mean"), attr_i("ignore_index", -7)];
+    let out = splits_exactly(
+        "",
+        "SoftmaxCrossEntropyLoss",
+        &attrs,
+        vec![data(&x), data(&labels), data(&w)],
+        &[true, true],
+        &[700, 1_500],
+    );
+    let dy = Tensor::f32(vec![], vec![0.75]);
+    splits_exactly(
+        strata::ops::MS,
+        "SoftmaxCrossEntropyLossGrad",
+        &attrs,
+        vec![data(&dy), data(&out[1]), data(&labels), data(&w)],
+        &[true],
+        &[700, 1_500],
+    );
 }
 
 /// Strided ConvGradX (stride 2, batch 2), which was cut by channels only,

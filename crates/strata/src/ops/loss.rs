@@ -18,7 +18,7 @@ pub fn register(r: &mut Registry) {
         &[MS, ""],
         "SoftmaxCrossEntropyLossGrad",
         Arity::range(2, 4),
-        |a| boxed(SceGrad(Sce::parse(a)?)),
+        |a| boxed(SceGrad(Sce::parse(a)?, None)),
     );
     r.add(&["", MS], "MSELoss", Arity::exactly(2), |a| {
         a.reject_if(
@@ -54,7 +54,7 @@ impl Reduction {
 }
 
 /// SoftmaxCrossEntropyLoss over scores `[B, C]` and int64 labels `[B]`.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Sce {
     pub reduction: Reduction,
     pub ignore_index: Option<i64>,
@@ -231,18 +231,36 @@ impl Op for Sce {
 
 /// SoftmaxCrossEntropyLossGrad: ORT's `(dY, log_prob, label, weight?)` or
 /// Onnx4Deeploy's `(log_prob, label)` with dY = 1.
+///
+/// The second field is `Some(row0)` for a tile of rows (`crate::tile`):
+/// dY (reduction `none`), log_prob and dX hold rows `row0..` of the node's
+/// batch, the labels the whole batch, so that a mean still divides by the
+/// whole batch's weight and each row reads its own label.
 #[derive(Debug)]
-pub struct SceGrad(pub Sce);
+pub struct SceGrad(pub Sce, pub Option<usize>);
 
-/// Input positions after telling the two spellings apart.
-struct GradArgs {
-    dy: Option<usize>,
-    logp: usize,
-    label: usize,
-    weight: Option<usize>,
+/// The labels of rows `row0..row0 + b` of `labels` (the whole batch's, of a
+/// tile of [`SceGrad`]), as the type [`Sce::check`] expects beside a tile's
+/// `[b, C]`.
+fn tile_labels(labels: &TensorType, row0: usize, b: usize) -> Result<TensorType, OpError> {
+    ensure!(
+        labels.shape.len() == 1 && labels.shape[0] >= row0 + b,
+        "labels {labels} do not hold rows {row0}..{} of a tile",
+        row0 + b
+    );
+    Ok(TensorType::new(labels.dtype, vec![b]))
 }
 
-fn grad_args(types: &[Option<&TensorType>]) -> Result<GradArgs, OpError> {
+/// Input positions after telling the two spellings apart.
+pub(crate) struct GradArgs {
+    pub dy: Option<usize>,
+    pub logp: usize,
+    pub label: usize,
+    pub weight: Option<usize>,
+}
+
+/// The input positions of a [`SceGrad`] node with inputs of `types`.
+pub(crate) fn grad_args(types: &[Option<&TensorType>]) -> Result<GradArgs, OpError> {
     let t = |i: usize| types.get(i).copied().flatten();
     let int = |i: usize| {
         t(i).map(|t| matches!(t.dtype, DType::I64 | DType::I32))
@@ -276,11 +294,13 @@ impl Op for SceGrad {
         let types: Vec<_> = inputs.iter().map(|i| i.map(|i| i.ty)).collect();
         let g = grad_args(&types)?;
         let logp = req(inputs, g.logp)?.ty;
-        self.0.check(
-            logp,
-            req(inputs, g.label)?.ty,
-            g.weight.map(|w| types[w].unwrap()),
-        )?;
+        let labels = req(inputs, g.label)?.ty;
+        let labels = match self.1 {
+            Some(row0) => tile_labels(labels, row0, logp.shape.first().copied().unwrap_or(0))?,
+            None => labels.clone(),
+        };
+        self.0
+            .check(logp, &labels, g.weight.map(|w| types[w].unwrap()))?;
         if let Some(d) = g.dy {
             let dy = req(inputs, d)?.ty;
             let want = if self.0.reduction == Reduction::None {
@@ -307,6 +327,7 @@ impl Op for SceGrad {
             let logp = arg(inputs, g.logp)?;
             let labels = arg(inputs, g.label)?.to_i64();
             let (b, c) = (logp.shape[0], logp.shape[1]);
+            tile_labels(&arg(inputs, g.label)?.ty(), self.1.unwrap_or(0), b)?;
             let weight = g.weight.map(|w| arg(inputs, w)).transpose()?;
             let (w, total) = self.0.row_weights(&labels, c, weight.map(|w| w.as_real::<R>()))?;
             let dy =
@@ -314,6 +335,8 @@ impl Op for SceGrad {
                     .transpose()?
                     .map(|t| t.as_real::<R>().to_vec());
             let lp = logp.as_real::<R>();
+            // A tile's rows are rows `row0..` of the labels (the batch's).
+            let row0 = self.1.unwrap_or(0);
             let mut out = vec![R::ZERO; b * c];
             for i in 0..b {
                 let d = match &dy {
@@ -321,13 +344,14 @@ impl Op for SceGrad {
                     Some(v) => v[0],
                     None => 1.0,
                 };
+                let wi = w[row0 + i];
                 let scale = if self.0.reduction == Reduction::Mean {
-                    d * w[i] / total
+                    d * wi / total
                 } else {
-                    d * w[i]
+                    d * wi
                 };
                 for j in 0..c {
-                    let onehot = if j as i64 == labels[i] { 1.0 } else { 0.0 };
+                    let onehot = if j as i64 == labels[row0 + i] { 1.0 } else { 0.0 };
                     out[i * c + j] = (lp[i * c + j].exp() - onehot) * scale;
                 }
             }
@@ -348,7 +372,7 @@ impl Op for SceGrad {
                 None => Arg::Null,
             })
         };
-        Ok(vec![KernelCall::new(
+        let mut call = KernelCall::new(
             "st_sce_loss_grad",
             vec![
                 ("dy", present(g.dy)?),
@@ -361,6 +385,88 @@ impl Op for SceGrad {
                 ("c", Arg::int(logp.shape[1])),
                 ("reduction", Arg::int(self.0.reduction.code())),
                 ("ignore_index", Arg::Index(self.0.ignore_index)),
+            ],
+        );
+        if let Some(row0) = self.1 {
+            call.args.push(("row0", Arg::int(row0)));
+            call.args.push(("labels_n", Arg::int(labels.numel())));
+        }
+        Ok(vec![call])
+    }
+}
+
+/// The loss of a split SoftmaxCrossEntropyLoss (`crate::split`), from the
+/// per-row losses `[B]` of a `reduction="none"` loss over the same labels
+/// and weights: their sum, divided by the batch's total weight for a mean.
+/// The same per-row values summed in the same order as the unsplit node,
+/// so the same loss bit for bit. Inputs `(per_row, labels, weight?)`.
+#[derive(Debug)]
+pub struct SceReduce {
+    pub sce: Sce,
+    /// The scores' class count (a label's range).
+    pub classes: usize,
+}
+
+impl SceReduce {
+    fn check(
+        &self,
+        per: &TensorType,
+        labels: &TensorType,
+        weight: Option<&TensorType>,
+    ) -> Result<usize, OpError> {
+        ensure!(
+            per.dtype == DType::F32 && per.shape.len() == 1,
+            "per-row losses must be float32[batch], found {per}"
+        );
+        let scores = TensorType::f32(vec![per.shape[0], self.classes]);
+        Ok(self.sce.check(&scores, labels, weight)?.0)
+    }
+}
+
+impl Op for SceReduce {
+    fn infer(&self, inputs: &[Option<OpInput<'_>>], _: usize) -> Result<Vec<TensorType>, OpError> {
+        self.check(
+            req(inputs, 0)?.ty,
+            req(inputs, 1)?.ty,
+            inputs.get(2).copied().flatten().map(|w| w.ty),
+        )?;
+        Ok(vec![TensorType::f32(vec![])])
+    }
+    fn eval(
+        &self,
+        inputs: &[Option<&Tensor>],
+        _: &[Option<&TensorType>],
+    ) -> Result<Vec<Tensor>, OpError> {
+        crate::by_real!(inputs, R => {
+            let per = arg(inputs, 0)?;
+            let weight = inputs.get(2).copied().flatten();
+            self.check(&per.ty(), &arg(inputs, 1)?.ty(), weight.map(|w| w.ty()).as_ref())?;
+            let labels = arg(inputs, 1)?.to_i64();
+            let (_, total) =
+                self.sce
+                    .row_weights(&labels, self.classes, weight.map(|w| w.as_real::<R>()))?;
+            let mut acc = super::util::psum(per.as_real::<R>().iter().copied());
+            if self.sce.reduction == Reduction::Mean {
+                acc /= total;
+            }
+            Ok(vec![Tensor::real::<R>(vec![], vec![acc])])
+        })
+    }
+    fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
+        let per = k.input(0)?;
+        let labels = k.input(1)?;
+        Ok(vec![KernelCall::new(
+            "st_sce_loss_reduce",
+            vec![
+                ("per", Arg::input(0)),
+                ("labels", Arg::input(1)),
+                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
+                ("weight", Arg::opt_input(2)),
+                ("loss", Arg::output(0)),
+                ("b", Arg::int(per.shape[0])),
+                ("c", Arg::int(self.classes)),
+                ("reduction", Arg::int(self.sce.reduction.code())),
+                ("ignore_index", Arg::Index(self.sce.ignore_index)),
             ],
         )])
     }
