@@ -812,10 +812,14 @@ fn attr_space(
             (None, Some(t)) => g.constants.get(&t)?.to_i64(),
             (None, None) => vec![],
         };
-        if axes.is_empty() {
-            return None;
-        }
         let rx = x.shape.len();
+        // No axes: every axis (or, with noop_with_empty_axes, a copy,
+        // which has no rule here).
+        let axes = match (axes.is_empty(), red.noop_with_empty_axes) {
+            (false, _) => axes,
+            (true, false) => (0..rx as i64).collect(),
+            (true, true) => return None,
+        };
         let mut reduced = vec![false; rx];
         for a in axes {
             reduced[norm(a, rx)?] = true;

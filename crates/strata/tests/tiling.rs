@@ -925,6 +925,28 @@ fn reductions_accumulate_across_tiles() {
         let reduced = if keep == 1 { "axis 2" } else { "axis 1" };
         assert!(hows.iter().all(|h| h.contains(reduced)), "{hows:?}");
     }
+    // Without axes (every axis: the mean of a loss, as ONNX Runtime spells
+    // BCE, L1 and MSE losses), which ran as one tile; with
+    // noop_with_empty_axes it is a copy and keeps no rule.
+    for (op, keep) in [("ReduceSum", 1i64), ("ReduceMean", 0)] {
+        let hows = reduces_across_tiles(
+            "",
+            op,
+            &[attr_i("keepdims", keep)],
+            vec![data(&x)],
+            &[true],
+            &[6_000, 10_000],
+            1e-5,
+        );
+        // X [3000, 5] (60,000 bytes) is cut along its first axis, which
+        // follows Y's (keepdims: two unit axes).
+        let first = if keep == 1 { "axis 2" } else { "axis 0" };
+        assert!(
+            hows.iter()
+                .all(|h| !h.contains("(1 tiles)") && h.contains(first)),
+            "{op} over every axis: {hows:?}"
+        );
+    }
 }
 
 /// The lowered program keeps a node's tiles as tile loops: its steps grow
