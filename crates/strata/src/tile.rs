@@ -976,11 +976,9 @@ fn attr_space(
         })
     };
     if let Some(gm) = op.downcast_ref::<basic::Gemm>() {
-        return if r == 2 {
-            matmul(gm.trans_a, gm.trans_b)
-        } else {
-            None
-        };
+        // ONNX's 2-D Gemm, and the peer's batched one (leading batch axes
+        // broadcast as MatMul's, the bias broadcast to Y).
+        return matmul(gm.trans_a, gm.trans_b);
     }
     if op.downcast_ref::<transformer::MatMul>().is_some() {
         return matmul(false, false);

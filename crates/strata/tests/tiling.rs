@@ -303,7 +303,7 @@ fn many_budgets_split_and_still_agree() {
 
 use strata::ops::Attribute;
 use strata::tensor::Tensor;
-use strata::testing::{attr_i, attr_ints, attr_s, run_tiled, single_node, In, Rng};
+use strata::testing::{attr_f, attr_i, attr_ints, attr_s, run_tiled, single_node, In, Rng};
 
 /// A single-node graph whose tensors exceed `l1`: at every budget and
 /// buffering, it splits into several tiles, and the simulator and the
@@ -1261,6 +1261,54 @@ fn softmax_cross_entropy_tiles_by_rows() {
         }
     }
     import_cases_cut(&cases);
+}
+
+/// The peer's batched Gemm (A and B of rank 2 to 4, leading batch axes
+/// broadcast, transposes on the last two, a bias broadcast to Y), which ran
+/// as one tile, is cut by batch, rows and columns like MatMul: the
+/// generated cases below their former least L1 within numpy's reference in
+/// the simulator and both C targets, and a batched Gemm with a bias, both
+/// transposes and a broadcast batch axis bit for bit the interpreter's.
+#[test]
+fn batched_gemm_tiles_like_matmul() {
+    needs_less_l1(
+        &workspace().join("examples/import"),
+        &[
+            ("gemm_3d_2d", 352),
+            ("gemm_3d_3d_trans", 464),
+            ("gemm_4d_4d_broadcast", 800),
+        ],
+    );
+    import_cases_cut(&[
+        ("gemm_3d_2d", 100, "Gemm", &["axis 0"], &[]),
+        ("gemm_3d_3d_trans", 100, "Gemm", &["axis 0"], &[]),
+        (
+            "gemm_4d_4d_broadcast",
+            100,
+            "Gemm",
+            &["axis 0", "axis 1"],
+            &[],
+        ),
+    ]);
+    let mut rng = Rng(59);
+    let a = rng.tensor(&[3, 1, 9, 7]);
+    let b = rng.tensor(&[4, 11, 9]);
+    let c = rng.tensor(&[11]);
+    let attrs = [
+        attr_i("transA", 1),
+        attr_i("transB", 1),
+        attr_f("alpha", 0.5),
+        attr_f("beta", 1.5),
+    ];
+    let out = splits_exactly(
+        "",
+        "Gemm",
+        &attrs,
+        vec![data(&a), data(&b), data(&c)],
+        &[true],
+        &[1_000, 2_500],
+    );
+    assert_eq!(out[0].ty().shape, vec![3, 4, 7, 11]);
 }
 
 /// Training programs whose least L1 was their loss's whole batch (ONNX
