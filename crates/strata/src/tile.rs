@@ -1027,6 +1027,98 @@ fn attr_space(
     if let Some(s) = op.downcast_ref::<transformer::SoftmaxGrad>() {
         return softmax(&s.0);
     }
+    // Data movement along one axis (Slice's sliced axes, Concat's and
+    // Split's axis): the other axes are parallel and follow Y's (X's for
+    // Split), that axis is whole in every tile, and a tile runs the node's
+    // own op, whose parameters name only that axis.
+    use crate::ops::shape::{Concat, Gather, Slice, Split};
+    let except = |rank: usize, whole: &[bool]| -> AxisMap {
+        (0..rank).map(|i| (!whole[i]).then_some(i)).collect()
+    };
+    if let Some(sl) = op.downcast_ref::<Slice>() {
+        let x = ins.first().copied().flatten()?;
+        let rx = x.shape.len();
+        let axes: Vec<i64> = match &sl.attr {
+            Some((starts, _, axes)) => axes
+                .clone()
+                .unwrap_or_else(|| (0..starts.len() as i64).collect()),
+            None => match n.inputs.get(3).copied().flatten() {
+                Some(t) => g.constants.get(&t)?.to_i64(),
+                None => (0..ins.get(1).copied().flatten()?.numel() as i64).collect(),
+            },
+        };
+        let mut sliced = vec![false; rx];
+        for a in axes {
+            sliced[norm(a, rx)?] = true;
+        }
+        if rx != r {
+            return None;
+        }
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some(except(rx, &sliced));
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: sliced.iter().map(|&s| !s).collect(),
+            inputs,
+            outputs: vec![Some(ident)],
+            ..Default::default()
+        });
+    }
+    if let Some(c) = op.downcast_ref::<Concat>() {
+        let a = norm(c.axis, r)?;
+        let along: Vec<bool> = (0..r).map(|i| i == a).collect();
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: along.iter().map(|&w| !w).collect(),
+            inputs: ins.iter().map(|t| t.map(|_| except(r, &along))).collect(),
+            outputs: vec![Some(ident)],
+            ..Default::default()
+        });
+    }
+    if let Some(sp) = op.downcast_ref::<Split>() {
+        let x = ins.first().copied().flatten()?;
+        let rx = x.shape.len();
+        let a = norm(sp.axis, rx)?;
+        let along: Vec<bool> = (0..rx).map(|i| i == a).collect();
+        let mut inputs: Vec<Option<AxisMap>> = ins.iter().map(|t| t.map(whole)).collect();
+        inputs[0] = Some((0..rx).map(Some).collect());
+        return Some(Space {
+            dims: x.shape.clone(),
+            parallel: along.iter().map(|&w| !w).collect(),
+            inputs,
+            outputs: outs.iter().map(|t| t.map(|_| except(rx, &along))).collect(),
+            ..Default::default()
+        });
+    }
+    if let Some(ga) = op.downcast_ref::<Gather>() {
+        // Y = X[:a] + indices + X[a+1:]: every axis of Y parallel; X's axis
+        // `a` whole (a tile's indices may pick any row of it), the indices
+        // following Y's middle axes.
+        let (x, idx) = (
+            ins.first().copied().flatten()?,
+            ins.get(1).copied().flatten()?,
+        );
+        let rx = x.shape.len();
+        let a = norm(ga.axis, rx)?;
+        let ni = idx.shape.len();
+        if r != rx - 1 + ni {
+            return None;
+        }
+        let xm: AxisMap = (0..rx)
+            .map(|i| match i.cmp(&a) {
+                std::cmp::Ordering::Less => Some(i),
+                std::cmp::Ordering::Equal => None,
+                std::cmp::Ordering::Greater => Some(i - 1 + ni),
+            })
+            .collect();
+        return Some(Space {
+            dims: y.shape.clone(),
+            parallel: vec![true; r],
+            inputs: vec![Some(xm), Some((a..a + ni).map(Some).collect())],
+            outputs: vec![Some(ident)],
+            ..Default::default()
+        });
+    }
     if let Some(tr) = op.downcast_ref::<crate::ops::shape::Transpose>() {
         // Output axis j is input axis perm[j]: every axis parallel, the
         // input's axis perm[j] follows space axis j; a tile transposes its box.

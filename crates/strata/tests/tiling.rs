@@ -1311,6 +1311,93 @@ fn batched_gemm_tiles_like_matmul() {
     assert_eq!(out[0].ty().shape, vec![3, 4, 7, 11]);
 }
 
+/// Slice, Concat, Split and Gather, which ran as one tile, are cut along
+/// the axes they do not move data along (Gather: every axis of Y, the
+/// tile's indices a box of the indices), that axis whole in every tile, and
+/// give the interpreter's outputs bit for bit in the simulator and the C.
+#[test]
+fn data_movement_ops_tile_along_their_other_axes() {
+    let mut rng = Rng(61);
+    let ints = |v: &[i64]| (In::Const(Tensor::i64(vec![v.len()], v.to_vec())), None);
+    // Every other row of axis 0, cut along axis 1; axis 1 backwards in
+    // steps of 3 from its last column, cut along axis 0.
+    let x = rng.tensor(&[6, 200]);
+    let (starts, ends, axes, steps) = (ints(&[1]), ints(&[6]), ints(&[0]), ints(&[2]));
+    let y = splits_exactly(
+        "",
+        "Slice",
+        &[],
+        vec![data(&x), starts, ends, axes, steps],
+        &[true],
+        &[1_000],
+    );
+    assert_eq!(y[0].ty().shape, vec![3, 200]);
+    let x = rng.tensor(&[50, 40]);
+    let (starts, ends, axes, steps) = (ints(&[-1]), ints(&[-41]), ints(&[1]), ints(&[-3]));
+    let y = splits_exactly(
+        "",
+        "Slice",
+        &[],
+        vec![data(&x), starts, ends, axes, steps],
+        &[true],
+        &[2_000],
+    );
+    assert_eq!(y[0].ty().shape, vec![50, 14]);
+    let (a, b, c) = (
+        rng.tensor(&[30, 4, 7]),
+        rng.tensor(&[30, 2, 7]),
+        rng.tensor(&[30, 5, 7]),
+    );
+    let y = splits_exactly(
+        "",
+        "Concat",
+        &[attr_i("axis", 1)],
+        vec![data(&a), data(&b), data(&c)],
+        &[true],
+        &[1_500],
+    );
+    assert_eq!(y[0].ty().shape, vec![30, 11, 7]);
+    let x = rng.tensor(&[20, 9, 11]);
+    let y = splits_exactly(
+        "",
+        "Split",
+        &[attr_i("axis", 1)],
+        vec![data(&x), ints(&[2, 3, 4])],
+        &[true, true, true],
+        &[2_000],
+    );
+    assert_eq!(y[2].ty().shape, vec![20, 4, 11]);
+    let x = rng.tensor(&[12, 50, 6]);
+    let idx = Tensor::i64(
+        vec![3, 4],
+        (0..12).map(|i| (i * 7 % 50) as i64 - 20).collect(),
+    );
+    let y = splits_exactly(
+        "",
+        "Gather",
+        &[attr_i("axis", 1)],
+        vec![data(&x), data(&idx)],
+        &[true],
+        &[1_500],
+    );
+    assert_eq!(y[0].ty().shape, vec![12, 3, 4, 6]);
+    // An embedding lookup: the table whole, cut along the indices' axes.
+    let table = rng.tensor(&[50, 4]);
+    let idx = Tensor::i64(
+        vec![30, 5],
+        (0..150).map(|i| (i * 13 % 100) as i64 - 50).collect(),
+    );
+    let y = splits_exactly(
+        "",
+        "Gather",
+        &[attr_i("axis", 0)],
+        vec![data(&table), data(&idx)],
+        &[true],
+        &[1_500],
+    );
+    assert_eq!(y[0].ty().shape, vec![30, 5, 4]);
+}
+
 /// Training programs whose least L1 was their loss's whole batch (ONNX
 /// Runtime's own graph of `examples/ort/mlp`, 240 bytes; `examples/mlp`,
 /// 368) train below it: the loss split, it and its gradient cut by rows,
