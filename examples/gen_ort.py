@@ -4,9 +4,9 @@
 Requirements (Python 3.11):  pip install numpy onnx onnxruntime-training==1.19.2
 Run from anywhere:            python3 examples/gen_ort.py
 
-For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep, and
+For each model in MODELS (mlp, cnn, vit, mlp variants, cnn_deep,
 cnn_big, vit_big and mobilenet, whose training programs need more than 2 MB
-live) this script
+live, and mlp_wide, a 1000-class head) this script
 
 1. builds the forward ONNX model with onnx.helper, initial weights as
    initializers drawn from a fixed seed;
@@ -166,6 +166,26 @@ def mlp(rng):
         helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
     ]
     m = make_model("mlp", nodes, [("input", [B, F])], [("output", [B, C])], p)
+    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
+
+
+def mlp_wide(rng):
+    """mlp with a 1000-class head at batch 32: the loss and its gradient
+    each hold 32 x 1000 scores (128,000 bytes) and log-probabilities, more
+    than strata's default L1 holds at once, so they are tiled by rows."""
+    B, F, H, C = 32, 24, 32, 1000
+    p = {
+        "fc1.weight": init(rng, (H, F), F),
+        "fc1.bias": init(rng, (H,), F),
+        "fc2.weight": init(rng, (C, H), H),
+        "fc2.bias": init(rng, (C,), H),
+    }
+    nodes = [
+        helper.make_node("Gemm", ["input", "fc1.weight", "fc1.bias"], ["h1"], transB=1),
+        helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
+    ]
+    m = make_model("mlp_wide", nodes, [("input", [B, F])], [("output", [B, C])], p)
     return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
 
 
@@ -548,6 +568,7 @@ MODELS = {
     "cnn_big": (cnn_big, 10, "SGD"),
     "vit_big": (vit_big, 11, "SGD"),
     "mobilenet": (mobilenet, 14, "SGD"),
+    "mlp_wide": (mlp_wide, 15, "SGD"),
 }
 # (n_batches, n_accum) where not (N_BATCHES, N_ACCUM): the big models, whose
 # training programs need more than 2 MB live, train on fewer mini-batches so
@@ -556,6 +577,7 @@ BATCHING = {
     "cnn_big": (4, 2),
     "vit_big": (4, 2),
     "mobilenet": (2, 2),
+    "mlp_wide": (4, 2),
 }
 
 

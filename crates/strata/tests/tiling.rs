@@ -1419,6 +1419,37 @@ fn training_programs_train_below_their_losses_whole_batch() {
     cases_cut(&ws.join("examples"), &own);
 }
 
+/// ONNX Runtime's training graph of a 1000-class head at batch 32
+/// (`examples/ort/mlp_wide`), whose loss alone needed 256,272 bytes of L1
+/// (scores and log-probabilities, 128,000 bytes each), trains at the
+/// default L1 and at half of it: the loss split and cut by rows, its
+/// gradient by rows, within ONNX Runtime's losses and weights in the
+/// simulator and both C targets, single- and double-buffered.
+#[test]
+fn a_thousand_class_head_trains_at_the_default_l1() {
+    let ort = workspace().join("examples/ort");
+    needs_less_l1(&ort, &[("mlp_wide", 256_272)]);
+    cases_cut(
+        &ort,
+        &[
+            (
+                "mlp_wide",
+                driver::DEFAULT_L1,
+                "SoftmaxCrossEntropyLoss",
+                &["axis 0"],
+                &[],
+            ),
+            (
+                "mlp_wide",
+                64_000,
+                "SoftmaxCrossEntropyLossGrad",
+                &["axis 0"],
+                &[],
+            ),
+        ],
+    );
+}
+
 /// The split loss and the gradient's row tiles give the whole node's
 /// outputs bit for bit (the same per-row values, summed in the same order;
 /// each row's own label and the batch's weight): a mean with class weights
