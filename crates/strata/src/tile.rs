@@ -426,17 +426,23 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                     group: dw.then_some(1),
                     kernel: [kh, kw],
                 };
-                parallel = vec![true, true, true, false];
                 inputs[0] = Some(if dw {
                     map(4, &[(0, 0), (1, 1)])
                 } else {
-                    map(4, &[(0, 0)])
+                    // Ungrouped, dY's channels (C_out) are summed over: a
+                    // reduced axis after dX's, which dY's and W's axis 0
+                    // follow, cut only where no tiling that keeps them
+                    // whole fits (the tiles' partial dX accumulate).
+                    dims.push(dy.shape[1]);
+                    reduce = vec![false, false, false, false, true];
+                    map(4, &[(0, 0), (1, 4)])
                 });
+                parallel = (0..dims.len()).map(|a| a < 3).collect();
                 if let Some(wi) = wi {
                     inputs[wi] = Some(if dw {
                         map(4, &[(0, 1)])
                     } else {
-                        map(4, &[(1, 1)])
+                        map(4, &[(0, 4), (1, 1)])
                     });
                 }
                 if let Some(xi) = xi {
@@ -605,10 +611,34 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
             } else {
                 (vec![], Retile::Same)
             };
+            // Ungrouped by rows: the input channels are a reduced axis
+            // after Y's (X's and W's axis 1 follow it), cut only where no
+            // tiling that keeps them whole fits; the tiles' partial sums
+            // accumulate, the first with the bias (`Retile::Rows`).
+            let channels = rows && group1 && !depthwise && x.shape[1] > 1;
+            let mut dims = y.shape.clone();
+            let (mut xm, mut wm) = (xm, map(w.shape.len(), &[(0, 1)]));
+            if channels {
+                xm[1] = Some(dims.len());
+                wm[1] = Some(dims.len());
+                dims.push(x.shape[1]);
+            }
+            let ry = y.shape.len();
             Some(Space {
-                dims: y.shape.clone(),
-                parallel: vec![true, depthwise || group1, rows, false],
-                reduce: vec![],
+                parallel: (0..dims.len())
+                    .map(|a| match a {
+                        0 => true,
+                        1 => depthwise || group1,
+                        2 => rows,
+                        _ => false,
+                    })
+                    .collect(),
+                reduce: if channels {
+                    (0..dims.len()).map(|a| a >= ry).collect()
+                } else {
+                    vec![]
+                },
+                dims,
                 retile,
                 windows,
                 twindows: vec![],
@@ -618,6 +648,7 @@ pub fn space(n: &Node, g: &Graph) -> Option<Space> {
                     .map(|(i, t)| {
                         t.map(|t| match i {
                             0 => xm.clone(),
+                            1 => wm.clone(),
                             _ => map(t.shape.len(), &[(0, 1)]),
                         })
                     })
@@ -2258,6 +2289,7 @@ fn tile_op(
             Some(std::sync::Arc::new(Conv {
                 win: c.win.clone(),
                 group: tile[axis].1 - tile[axis].0,
+                no_bias: false,
             }))
         }
         Retile::Rows { group } => {
@@ -2269,9 +2301,13 @@ fn tile_op(
             let (_, pt, pb) = window_rows(h, tile[sa], k, st, p);
             let w = g.ty(input(1)?);
             let win = row_pads(&c.win, w.shape[2..].to_vec(), pt as i64, pb as i64)?;
+            // Input channels cut across tiles (the space's last axis,
+            // reduced): the first tile adds the bias, the later ones not.
+            let later = sp.reduce.last() == Some(&true) && tile.last().is_some_and(|t| t.0 > 0);
             Some(std::sync::Arc::new(Conv {
                 win,
                 group: group.map_or(c.group, |ax| tile[ax].1 - tile[ax].0),
+                no_bias: later,
             }))
         }
         Retile::Planes => {

@@ -632,7 +632,10 @@ fn tiles_in_groups_are_loops_of_loops() {
         (c.lines().count(), nested)
     };
     let (n, nested) = lines(&ex, &t, "cnn_deep");
-    assert!(nested > 0 && n < 8_000, "{n} lines, {nested} nested loops");
+    // 8,290 lines since five of its convolutions cut their channels at
+    // this budget (7,568 before, on 3,298 steps as written against 3,519;
+    // 8,676 with one level of loops).
+    assert!(nested > 0 && n < 9_000, "{n} lines, {nested} nested loops");
     let mut t = Target {
         l1: Some(9_282),
         ..Target::with_l2(17_071)

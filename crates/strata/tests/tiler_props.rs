@@ -14,7 +14,8 @@
 //! checker passes (`driver::lower_program` runs it), and the simulator
 //! gives the reference interpreter's outputs bit for bit, except a
 //! convolution's dW and dB where the tiling cuts their reduction (over the
-//! batch and dY's rows) across tiles. There the tiles add partial sums of
+//! batch and dY's rows) across tiles, and its Y and dX where the tiling cuts
+//! the channels they sum over (X's, dY's). There the tiles add partial sums of
 //! the very same float32 products (the products are bit-identical) in
 //! another order, and any two orders of summing the same `m` numbers differ
 //! by at most `2 γ(m-1) Σ|p_i|` (`γ(j) = j u / (1 - j u)`, `u = 2^-24`;
@@ -149,6 +150,14 @@ fn params() -> impl Strategy<Value = Params> {
 enum Out {
     /// Each element computed in one pass: bit for bit the interpreter's.
     Exact,
+    /// An ungrouped convolution's Y (a sum over the input channels and the
+    /// kernel, plus the bias): bit for bit unless its tiling cuts the input
+    /// channels (space axis 4).
+    Y,
+    /// A convolution gradient's dX (a sum over dY's channels and the
+    /// kernel): bit for bit unless its tiling cuts dY's channels (space
+    /// axis 4 of its phase).
+    Dx,
     /// A convolution's dW or dB (reduced over the batch and dY's rows):
     /// bit for bit unless its tiling cuts the reduction.
     Dw,
@@ -252,7 +261,7 @@ fn build(p: &Params) -> Option<Case> {
             if bit(v, 4) {
                 ins.push(data(rng.tensor(&[cout])));
             }
-            case("Conv", "", win, ins, vec![true], vec![Out::Exact], None)
+            case("Conv", "", win, ins, vec![true], vec![Out::Y], None)
         }
         Family::ConvGrad => {
             // Any non-empty subset of (dX, dW, dB).
@@ -261,7 +270,7 @@ fn build(p: &Params) -> Option<Case> {
                 m => m,
             };
             let outputs: Vec<bool> = (0..3).map(|k| bit(want, k)).collect();
-            let kinds = vec![Out::Exact, Out::Dw, Out::Db];
+            let kinds = vec![Out::Dx, Out::Dw, Out::Db];
             let ins = vec![data(dy.clone()), data(x.clone()), data(wt)];
             case("ConvGrad", MS, win, ins, outputs, kinds, Some((dy, x)))
         }
@@ -271,15 +280,7 @@ fn build(p: &Params) -> Option<Case> {
             strata::ops::conv::in_extent(oh, kh, sh, pt, pb).ok()?;
             strata::ops::conv::in_extent(ow, kw, sw, pl, pr).ok()?;
             let ins = vec![data(dy), data(wt)];
-            case(
-                "ConvGradX",
-                MS,
-                win,
-                ins,
-                vec![true],
-                vec![Out::Exact],
-                None,
-            )
+            case("ConvGradX", MS, win, ins, vec![true], vec![Out::Dx], None)
         }
         Family::ConvGradW => {
             let mut attrs = win;
@@ -474,6 +475,7 @@ fn cuts_reduction(how: &str, k: usize, kind: Out) -> bool {
     let axes: &[&str] = match kind {
         Out::Dw => &["axis 4 ", "axis 5 "],
         Out::Db => &["axis 1 ", "axis 2 "],
+        Out::Y | Out::Dx => &["axis 4 "],
         Out::Exact => &[],
     };
     axes.iter().any(|a| phase.contains(a))
@@ -482,13 +484,48 @@ fn cuts_reduction(how: &str, k: usize, kind: Out) -> bool {
 /// Per element of a dW (or dB), the bound on two float32 sums of its terms
 /// in different orders: `2 γ(m) (1 + u) Σ|p_i|` (see the module doc).
 fn reduction_bound(c: &Case, kind: Out) -> Vec<f64> {
-    let (dy, x) = c.grad.as_ref().unwrap();
     let abs = |t: &Tensor| {
         Tensor::real::<f64>(
             t.shape.clone(),
             t.to_f64().iter().map(|v| v.abs()).collect(),
         )
     };
+    let u = f64::powi(2.0, -24);
+    let bound = |sums: Vec<f64>, m: f64| -> Vec<f64> {
+        let gamma = m * u / (1.0 - m * u);
+        sums.iter().map(|s| 2.0 * gamma * (1.0 + u) * s).collect()
+    };
+    let input = |i: usize| c.inputs[i].1.as_ref().unwrap();
+    match kind {
+        Out::Y => {
+            // Σ|x w| + |b| over the input channels and the kernel: the
+            // convolution of the absolute values; m: the terms of a sum.
+            let w = input(1);
+            let ins: Vec<Option<Tensor>> =
+                (0..c.inputs.len()).map(|i| Some(abs(input(i)))).collect();
+            let out = eval_node("", "Conv", &c.attrs, ins, &[true]).unwrap();
+            return bound(out[0].to_f64(), (w.numel() / w.shape[0] + 1) as f64);
+        }
+        Out::Dx => {
+            // Σ|dy w| over dY's channels and the kernel.
+            let (op, ins, want) = if c.op == "ConvGradX" {
+                (
+                    "ConvGradX",
+                    vec![Some(abs(input(0))), Some(abs(input(1)))],
+                    vec![true],
+                )
+            } else {
+                let ins = (0..3).map(|i| Some(abs(input(i)))).collect();
+                ("ConvGrad", ins, vec![true, false, false])
+            };
+            let w = input(if c.op == "ConvGradX" { 1 } else { 2 });
+            let out = eval_node(MS, op, &c.attrs, ins, &want).unwrap();
+            let m = w.shape[0] * w.numel() / (w.shape[0] * w.shape[1]);
+            return bound(out[0].to_f64(), m as f64);
+        }
+        _ => {}
+    }
+    let (dy, x) = c.grad.as_ref().unwrap();
     let mut attrs = c.attrs.clone();
     // ConvGradW reads its kernel from `kernel_shape`; ConvGrad from W.
     let (op, ins, want) = match kind {

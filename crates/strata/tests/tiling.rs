@@ -1311,6 +1311,104 @@ fn batched_gemm_tiles_like_matmul() {
     assert_eq!(out[0].ty().shape, vec![3, 4, 7, 11]);
 }
 
+/// An ungrouped convolution's summed channels, which every tile held
+/// whole, are cut where no tile that keeps them fits: Conv's input
+/// channels (the first tile adds the bias, the partial sums accumulate)
+/// and a conv gradient's dX over dY's channels (ConvGradX, and ConvGrad's
+/// dX phase beside its dW and dB), with strides and pads, within 1e-5 of
+/// the interpreter and the C equal to the simulator, single and double.
+#[test]
+fn convolutions_cut_their_summed_channels() {
+    let mut rng = Rng(67);
+    let (x, w, b) = (
+        rng.tensor(&[2, 48, 9, 7]),
+        rng.tensor(&[6, 48, 3, 3]),
+        rng.tensor(&[6]),
+    );
+    let attrs = [
+        attr_ints("kernel_shape", &[3, 3]),
+        attr_ints("strides", &[2, 1]),
+        attr_ints("pads", &[1, 0, 1, 1]),
+    ];
+    let hows = reduces_across_tiles(
+        "",
+        "Conv",
+        &attrs,
+        vec![data(&x), data(&w), data(&b)],
+        &[true],
+        &[2_000, 3_000],
+        1e-5,
+    );
+    assert!(hows.iter().all(|h| h.contains("axis 4")), "{hows:?}");
+    let dy = rng.tensor(&[2, 40, 8, 6]);
+    let w = rng.tensor(&[40, 5, 3, 3]);
+    let x = rng.tensor(&[2, 5, 8, 6]);
+    let pads = [
+        attr_ints("kernel_shape", &[3, 3]),
+        attr_ints("pads", &[1, 1, 1, 1]),
+    ];
+    let hows = reduces_across_tiles(
+        strata::ops::MS,
+        "ConvGradX",
+        &pads,
+        vec![data(&dy), data(&w)],
+        &[true],
+        &[1_500, 2_500],
+        1e-5,
+    );
+    assert!(hows.iter().all(|h| h.contains("axis 4")), "{hows:?}");
+    let hows = reduces_across_tiles(
+        strata::ops::MS,
+        "ConvGrad",
+        &pads,
+        vec![data(&dy), data(&x), data(&w)],
+        &[true, true, true],
+        &[1_500],
+        1e-5,
+    );
+    assert!(hows.iter().all(|h| h.contains("axis 4")), "{hows:?}");
+}
+
+/// Programs whose least L1 was a convolution's or a conv gradient's tile
+/// with every channel it sums over (ONNX Runtime's cnn_deep: 1,888 bytes;
+/// the peer's ResNet8: 8,480) train below it with those channels cut, in
+/// the simulator and both C targets within their references.
+#[test]
+fn programs_train_below_their_convolutions_whole_channels() {
+    use strata::driver::CTarget;
+    let ws = workspace();
+    needs_less_l1(&ws.join("examples/ort"), &[("cnn_deep", 1_888)]);
+    let mut cells = vec![(ws.join("examples/ort/cnn_deep"), 1_000u64)];
+    match shared() {
+        Some(s) => {
+            let t = s.join("fixtures/deeploy/Training");
+            needs_less_l1(&t, &[("ResNet8", 8_480)]);
+            cells.push((t.join("ResNet8"), 6_000));
+        }
+        None => eprintln!("skipped: ResNet8 (../shared not found)"),
+    }
+    std::thread::scope(|sc| {
+        for (dir, l1) in &cells {
+            sc.spawn(move || {
+                let r = strata::testing::check_cell_on(
+                    dir,
+                    &target(*l1, Buffering::Double),
+                    &[CTarget::Host, CTarget::Pulp],
+                );
+                for op in ["Conv", "ConvGrad"] {
+                    assert!(
+                        r.tilings
+                            .iter()
+                            .any(|t| t.op_type == op && t.how.contains("axis 4")),
+                        "{} at L1 {l1}: no {op} cut along its summed channels",
+                        dir.display()
+                    );
+                }
+            });
+        }
+    });
+}
+
 /// Slice, Concat, Split and Gather, which ran as one tile, are cut along
 /// the axes they do not move data along (Gather: every axis of Y, the
 /// tile's indices a box of the indices), that axis whole in every tile, and

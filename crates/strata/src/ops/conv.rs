@@ -20,6 +20,7 @@ pub fn register(r: &mut Registry) {
         boxed(Conv {
             win: Window::parse(a)?,
             group: parse_group(a)?,
+            no_bias: false,
         })
     });
     r.add(&[MS, ""], "ConvGrad", Arity::exactly(3), |a| {
@@ -480,6 +481,10 @@ pub fn conv_grad_b<R: Real>(g: &Geom, dy: &[R]) -> Vec<R> {
 pub struct Conv {
     pub win: Window,
     pub group: usize,
+    /// A tile of input channels after the first, where the channels are
+    /// cut across tiles (`crate::tile`): its partial sum leaves the bias
+    /// out, which the first tile has added.
+    pub no_bias: bool,
 }
 
 impl Op for Conv {
@@ -505,7 +510,7 @@ impl Op for Conv {
         crate::by_real!(inputs, R => {
             let x = arg(inputs, 0)?;
             let w = arg(inputs, 1)?;
-            let b = inputs.get(2).copied().flatten();
+            let b = inputs.get(2).copied().flatten().filter(|_| !self.no_bias);
             let g = conv_geom(&self.win, self.group, &x.shape, &w.shape)?;
             let y = conv_fwd(&g, x.as_real::<R>(), w.as_real::<R>(), b.map(|b| b.as_real::<R>()));
             Ok(vec![Tensor::real::<R>(g.y_shape(), y)])
@@ -523,7 +528,14 @@ impl Op for Conv {
             vec![
                 ("x", Arg::input(0)),
                 ("w", Arg::input(1)),
-                ("b", Arg::opt_input(2)),
+                (
+                    "b",
+                    if self.no_bias {
+                        Arg::Null
+                    } else {
+                        Arg::opt_input(2)
+                    },
+                ),
                 ("y", Arg::output(0)),
                 ("g", g.record()),
             ],
