@@ -152,41 +152,32 @@ def teacher_batches(rng, B, F, C):
     return batch
 
 
-def mlp(rng):
-    B, F, H, C = 4, 12, 16, 6
-    p = {
-        "fc1.weight": init(rng, (H, F), F),
-        "fc1.bias": init(rng, (H,), F),
-        "fc2.weight": init(rng, (C, H), H),
-        "fc2.bias": init(rng, (C,), H),
-    }
-    nodes = [
-        helper.make_node("Gemm", ["input", "fc1.weight", "fc1.bias"], ["h1"], transB=1),
-        helper.make_node("Relu", ["h1"], ["r1"]),
-        helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
-    ]
-    m = make_model("mlp", nodes, [("input", [B, F])], [("output", [B, C])], p)
-    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
+def mlp_of(name, B, F, H, C):
+    """An MLP classifier builder: Gemm H + Relu -> Gemm C at batch B on F features."""
+
+    def build(rng):
+        p = {
+            "fc1.weight": init(rng, (H, F), F),
+            "fc1.bias": init(rng, (H,), F),
+            "fc2.weight": init(rng, (C, H), H),
+            "fc2.bias": init(rng, (C,), H),
+        }
+        nodes = [
+            helper.make_node("Gemm", ["input", "fc1.weight", "fc1.bias"], ["h1"], transB=1),
+            helper.make_node("Relu", ["h1"], ["r1"]),
+            helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
+        ]
+        m = make_model(name, nodes, [("input", [B, F])], [("output", [B, C])], p)
+        return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
+
+    return build
 
 
-def mlp_wide(rng):
-    """mlp with a 1000-class head at batch 32: the loss and its gradient
-    each hold 32 x 1000 scores (128,000 bytes) and log-probabilities, more
-    than strata's default L1 holds at once, so they are tiled by rows."""
-    B, F, H, C = 32, 24, 32, 1000
-    p = {
-        "fc1.weight": init(rng, (H, F), F),
-        "fc1.bias": init(rng, (H,), F),
-        "fc2.weight": init(rng, (C, H), H),
-        "fc2.bias": init(rng, (C,), H),
-    }
-    nodes = [
-        helper.make_node("Gemm", ["input", "fc1.weight", "fc1.bias"], ["h1"], transB=1),
-        helper.make_node("Relu", ["h1"], ["r1"]),
-        helper.make_node("Gemm", ["r1", "fc2.weight", "fc2.bias"], ["output"], transB=1),
-    ]
-    m = make_model("mlp_wide", nodes, [("input", [B, F])], [("output", [B, C])], p)
-    return m, list(p), [], artifacts.LossType.CrossEntropyLoss, teacher_batches(rng, B, F, C)
+mlp = mlp_of("mlp", 4, 12, 16, 6)
+# mlp with a 1000-class head at batch 32: the loss and its gradient each
+# hold 32 x 1000 scores (128,000 bytes) and log-probabilities, more than
+# strata's default L1 holds at once, so they are tiled by rows.
+mlp_wide = mlp_of("mlp_wide", 32, 24, 32, 1000)
 
 
 def cnn(rng):

@@ -173,7 +173,7 @@ fn unfit_x(n: &Node, g: &Graph, l1: u64) -> Option<Vec<usize>> {
         return None;
     };
     let shape = &g.ty(x).shape;
-    if shape.len() < 2 || crate::tile::fits(n, g, l1) {
+    if shape.len() < 2 || crate::tile::smallest_fits(n, g, l1) {
         return None;
     }
     Some(shape.clone())

@@ -2020,15 +2020,6 @@ fn chunk_sizes(d: usize, step: usize) -> Vec<usize> {
     v
 }
 
-/// Whether every phase of node `n` has a tiling within `l1` bytes of L1
-/// (single-buffered); a phase without a tile space is not judged here.
-pub fn fits(n: &Node, g: &Graph, l1: u64) -> bool {
-    phases(n, g).iter().all(|ph| match &ph.space {
-        Some(sp) => choose(n, g, ph, sp, l1, Buffering::Single, &Platform::default()).is_ok(),
-        None => true,
-    })
-}
-
 /// Choose the tiling of one node under the L1 budget.
 fn choose(
     n: &Node,

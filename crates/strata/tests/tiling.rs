@@ -1417,83 +1417,86 @@ fn programs_train_below_their_convolutions_whole_channels() {
 fn data_movement_ops_tile_along_their_other_axes() {
     let mut rng = Rng(61);
     let ints = |v: &[i64]| (In::Const(Tensor::i64(vec![v.len()], v.to_vec())), None);
-    // Every other row of axis 0, cut along axis 1; axis 1 backwards in
-    // steps of 3 from its last column, cut along axis 0.
+    let slice = |x: &Tensor, v: [&[i64]; 4]| {
+        let mut ins = vec![data(x)];
+        ins.extend(v.map(ints));
+        ins
+    };
+    let idx = |shape: Vec<usize>, f: fn(i64) -> i64| {
+        let n = shape.iter().product::<usize>() as i64;
+        Tensor::i64(shape, (0..n).map(f).collect())
+    };
     let x = rng.tensor(&[6, 200]);
-    let (starts, ends, axes, steps) = (ints(&[1]), ints(&[6]), ints(&[0]), ints(&[2]));
-    let y = splits_exactly(
-        "",
-        "Slice",
-        &[],
-        vec![data(&x), starts, ends, axes, steps],
-        &[true],
-        &[1_000],
-    );
-    assert_eq!(y[0].ty().shape, vec![3, 200]);
-    let x = rng.tensor(&[50, 40]);
-    let (starts, ends, axes, steps) = (ints(&[-1]), ints(&[-41]), ints(&[1]), ints(&[-3]));
-    let y = splits_exactly(
-        "",
-        "Slice",
-        &[],
-        vec![data(&x), starts, ends, axes, steps],
-        &[true],
-        &[2_000],
-    );
-    assert_eq!(y[0].ty().shape, vec![50, 14]);
-    let (a, b, c) = (
-        rng.tensor(&[30, 4, 7]),
-        rng.tensor(&[30, 2, 7]),
-        rng.tensor(&[30, 5, 7]),
-    );
-    let y = splits_exactly(
-        "",
-        "Concat",
-        &[attr_i("axis", 1)],
-        vec![data(&a), data(&b), data(&c)],
-        &[true],
-        &[1_500],
-    );
-    assert_eq!(y[0].ty().shape, vec![30, 11, 7]);
-    let x = rng.tensor(&[20, 9, 11]);
-    let y = splits_exactly(
-        "",
-        "Split",
-        &[attr_i("axis", 1)],
-        vec![data(&x), ints(&[2, 3, 4])],
-        &[true, true, true],
-        &[2_000],
-    );
-    assert_eq!(y[2].ty().shape, vec![20, 4, 11]);
-    let x = rng.tensor(&[12, 50, 6]);
-    let idx = Tensor::i64(
-        vec![3, 4],
-        (0..12).map(|i| (i * 7 % 50) as i64 - 20).collect(),
-    );
-    let y = splits_exactly(
-        "",
-        "Gather",
-        &[attr_i("axis", 1)],
-        vec![data(&x), data(&idx)],
-        &[true],
-        &[1_500],
-    );
-    assert_eq!(y[0].ty().shape, vec![12, 3, 4, 6]);
-    // An embedding lookup: the table whole, cut along the indices' axes.
+    let x2 = rng.tensor(&[50, 40]);
+    let parts = [&[30, 4, 7], &[30, 2, 7], &[30, 5, 7]].map(|s| rng.tensor(s));
+    let x3 = rng.tensor(&[20, 9, 11]);
+    let x4 = rng.tensor(&[12, 50, 6]);
     let table = rng.tensor(&[50, 4]);
-    let idx = Tensor::i64(
-        vec![30, 5],
-        (0..150).map(|i| (i * 13 % 100) as i64 - 50).collect(),
+    type Case = (
+        &'static str,
+        Vec<Attribute>,
+        Vec<(In, Option<Tensor>)>,
+        usize,
+        u64,
+        Vec<usize>,
     );
-    let y = splits_exactly(
-        "",
-        "Gather",
-        &[attr_i("axis", 0)],
-        vec![data(&table), data(&idx)],
-        &[true],
-        &[1_500],
-    );
-    assert_eq!(y[0].ty().shape, vec![30, 5, 4]);
+    let cases: Vec<Case> = vec![
+        // Every other row of axis 0, cut along axis 1.
+        (
+            "Slice",
+            vec![],
+            slice(&x, [&[1], &[6], &[0], &[2]]),
+            1,
+            1_000,
+            vec![3, 200],
+        ),
+        // Axis 1 backwards in steps of 3 from its last column, cut along axis 0.
+        (
+            "Slice",
+            vec![],
+            slice(&x2, [&[-1], &[-41], &[1], &[-3]]),
+            1,
+            2_000,
+            vec![50, 14],
+        ),
+        (
+            "Concat",
+            vec![attr_i("axis", 1)],
+            parts.iter().map(data).collect(),
+            1,
+            1_500,
+            vec![30, 11, 7],
+        ),
+        (
+            "Split",
+            vec![attr_i("axis", 1)],
+            vec![data(&x3), ints(&[2, 3, 4])],
+            3,
+            2_000,
+            vec![20, 4, 11],
+        ),
+        (
+            "Gather",
+            vec![attr_i("axis", 1)],
+            vec![data(&x4), data(&idx(vec![3, 4], |i| i * 7 % 50 - 20))],
+            1,
+            1_500,
+            vec![12, 3, 4, 6],
+        ),
+        // An embedding lookup: the table whole, cut along the indices' axes.
+        (
+            "Gather",
+            vec![attr_i("axis", 0)],
+            vec![data(&table), data(&idx(vec![30, 5], |i| i * 13 % 100 - 50))],
+            1,
+            1_500,
+            vec![30, 5, 4],
+        ),
+    ];
+    for (op, attrs, inputs, n_out, l1, last) in cases {
+        let y = splits_exactly("", op, &attrs, inputs, &vec![true; n_out], &[l1]);
+        assert_eq!(y[n_out - 1].ty().shape, last, "{op}");
+    }
 }
 
 /// Training programs whose least L1 was their loss's whole batch (ONNX

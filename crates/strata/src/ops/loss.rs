@@ -106,6 +106,27 @@ impl Sce {
         Ok((scores.shape[0], scores.shape[1]))
     }
 
+    /// The labels' fields of a cross-entropy kernel's arguments: the
+    /// operand and whether it is int32.
+    fn label_args(labels: Arg, dtype: DType) -> [(&'static str, Arg); 2] {
+        [
+            ("labels", labels),
+            ("label_i32", Arg::int((dtype == DType::I32) as u8)),
+        ]
+    }
+
+    /// The fields every cross-entropy kernel's arguments end with (the
+    /// runtime's `st_sce_*_args`): batch and class counts, reduction and
+    /// ignored label.
+    fn count_args(&self, b: usize, c: usize) -> [(&'static str, Arg); 4] {
+        [
+            ("b", Arg::int(b)),
+            ("c", Arg::int(c)),
+            ("reduction", Arg::int(self.reduction.code())),
+            ("ignore_index", Arg::Index(self.ignore_index)),
+        ]
+    }
+
     /// Per-row weight (0 for ignored rows) and the mean's denominator.
     fn row_weights<R: Real>(
         &self,
@@ -211,21 +232,15 @@ impl Op for Sce {
         let s = k.input(0)?;
         let (b, c) = (s.shape[0], s.shape[1]);
         let labels = k.input(1)?;
-        Ok(vec![KernelCall::new(
-            "st_sce_loss",
-            vec![
-                ("x", Arg::input(0)),
-                ("labels", Arg::input(1)),
-                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
-                ("weight", Arg::opt_input(2)),
-                ("loss", Arg::opt_output(0)),
-                ("logp", Arg::opt_output(1)),
-                ("b", Arg::int(b)),
-                ("c", Arg::int(c)),
-                ("reduction", Arg::int(self.reduction.code())),
-                ("ignore_index", Arg::Index(self.ignore_index)),
-            ],
-        )])
+        let mut args = vec![("x", Arg::input(0))];
+        args.extend(Sce::label_args(Arg::input(1), labels.dtype));
+        args.extend([
+            ("weight", Arg::opt_input(2)),
+            ("loss", Arg::opt_output(0)),
+            ("logp", Arg::opt_output(1)),
+        ]);
+        args.extend(self.count_args(b, c));
+        Ok(vec![KernelCall::new("st_sce_loss", args)])
     }
 }
 
@@ -372,21 +387,11 @@ impl Op for SceGrad {
                 None => Arg::Null,
             })
         };
-        let mut call = KernelCall::new(
-            "st_sce_loss_grad",
-            vec![
-                ("dy", present(g.dy)?),
-                ("logp", Arg::input(g.logp)),
-                ("labels", Arg::input(g.label)),
-                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
-                ("weight", present(g.weight)?),
-                ("dx", Arg::output(0)),
-                ("b", Arg::int(logp.shape[0])),
-                ("c", Arg::int(logp.shape[1])),
-                ("reduction", Arg::int(self.0.reduction.code())),
-                ("ignore_index", Arg::Index(self.0.ignore_index)),
-            ],
-        );
+        let mut args = vec![("dy", present(g.dy)?), ("logp", Arg::input(g.logp))];
+        args.extend(Sce::label_args(Arg::input(g.label), labels.dtype));
+        args.extend([("weight", present(g.weight)?), ("dx", Arg::output(0))]);
+        args.extend(self.0.count_args(logp.shape[0], logp.shape[1]));
+        let mut call = KernelCall::new("st_sce_loss_grad", args);
         if let Some(row0) = self.1 {
             call.args.push(("row0", Arg::int(row0)));
             call.args.push(("labels_n", Arg::int(labels.numel())));
@@ -455,20 +460,11 @@ impl Op for SceReduce {
     fn kernel_calls(&self, k: &Operands<'_>) -> Result<Vec<KernelCall>, OpError> {
         let per = k.input(0)?;
         let labels = k.input(1)?;
-        Ok(vec![KernelCall::new(
-            "st_sce_loss_reduce",
-            vec![
-                ("per", Arg::input(0)),
-                ("labels", Arg::input(1)),
-                ("label_i32", Arg::int((labels.dtype == DType::I32) as u8)),
-                ("weight", Arg::opt_input(2)),
-                ("loss", Arg::output(0)),
-                ("b", Arg::int(per.shape[0])),
-                ("c", Arg::int(self.classes)),
-                ("reduction", Arg::int(self.sce.reduction.code())),
-                ("ignore_index", Arg::Index(self.sce.ignore_index)),
-            ],
-        )])
+        let mut args = vec![("per", Arg::input(0))];
+        args.extend(Sce::label_args(Arg::input(1), labels.dtype));
+        args.extend([("weight", Arg::opt_input(2)), ("loss", Arg::output(0))]);
+        args.extend(self.sce.count_args(per.shape[0], self.classes));
+        Ok(vec![KernelCall::new("st_sce_loss_reduce", args)])
     }
 }
 
