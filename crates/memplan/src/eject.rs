@@ -385,12 +385,16 @@ impl Slices {
         let w0 = ej.work;
         let w_end = w0 + p.buffers.len() as u64 * self.share;
         let peak0 = best.0;
+        // For the debug line: attempts, those that lowered the peak, the time.
+        let (mut tried, mut lowered, began) = (0u32, 0u32, std::time::Instant::now());
         while ej.work < w_end && best.0 > goal && !stop() {
             let gap = best.0 - lb;
             if self.step == 0 || self.step < gap / 256 || self.step >= gap {
                 self.step = (gap / 2).max(1);
             }
+            tried += 1;
             if ej.attempt(p, &mut best.1, best.0 - self.step, w_end, stop) {
+                lowered += 1;
                 best.0 = crate::check::peak_of(p, &best.1);
                 self.step = 0;
             } else {
@@ -404,7 +408,8 @@ impl Slices {
         };
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
             eprintln!(
-                "eject slice: peak {} ({:.4} of the bound), next share {}, {} entries read",
+                "eject slice: {tried} attempts, {lowered} lowered, in {:?}: peak {} ({:.4} of the bound), next share {}, {} entries read",
+                began.elapsed(),
                 best.0,
                 best.0 as f64 / lb.max(1) as f64,
                 self.share,

@@ -422,7 +422,7 @@ impl Worker {
 /// or the node budget): a worker that reaches `goal` stops the others.
 /// No pass starts after `rounds` ends, and the end cuts one under way,
 /// except a worker's first, which may run on to `deadline` (the first
-/// pass on 100k somas-like buffers takes about 1.1 s and often reaches
+/// pass on 100k somas-like buffers takes about 0.25 s and often reaches
 /// the bound, more on a loaded machine). Returns the lowest of the
 /// workers' best placements (the first worker's on a tie).
 fn squeak_workers(
