@@ -1,6 +1,7 @@
 //! Independent solution checker. It shares no code with the solver: it
 //! re-derives everything from the problem and the offsets with a plain sweep
-//! over start times and a pairwise test among the buffers live together.
+//! over start times, testing each buffer against its neighbours in offset
+//! among the buffers live when it starts.
 
 use crate::Problem;
 
@@ -86,14 +87,31 @@ pub fn check(p: &Problem, offsets: &[u64]) -> Result<u64, CheckError> {
         peak = peak.max(end);
         ends.push(end);
     }
-    // Sweep by start time; `live` holds earlier-starting buffers still live.
+    // Sweep by start time. `live` maps the offset of each buffer still
+    // live to its end and index; they are disjoint (an overlap ends the
+    // check), so in offset order their ends rise too, and a new buffer
+    // overlaps one of them iff it overlaps the last one at or below its
+    // offset or the first one at or above it. `expiry` holds (upper,
+    // offset) of the live ones, the earliest end first. O(n log n): the
+    // pairwise test among all buffers live together that this replaces
+    // took 24 s after a 2 s solve of 100,000 buffers, 45,000 live at once.
     let mut order: Vec<usize> = (0..bs.len()).filter(|&i| bs[i].size > 0).collect();
     order.sort_by_key(|&i| (bs[i].lower, i));
-    let mut live: Vec<usize> = Vec::new();
+    let mut live: std::collections::BTreeMap<u64, (u64, usize)> = Default::default();
+    let mut expiry = std::collections::BinaryHeap::new();
     for &i in &order {
-        live.retain(|&j| bs[j].upper > bs[i].lower);
-        for &j in &live {
-            if offsets[i] < ends[j] && offsets[j] < ends[i] {
+        while let Some(&std::cmp::Reverse((upper, o))) = expiry.peek() {
+            if upper > bs[i].lower {
+                break;
+            }
+            expiry.pop();
+            live.remove(&o);
+        }
+        let (o, end) = (offsets[i], ends[i]);
+        let below = live.range(..=o).next_back();
+        let above = live.range(o..).next();
+        for (&oj, &(ej, j)) in below.into_iter().chain(above) {
+            if o < ej && oj < end {
                 let (a, b) = if j < i { (j, i) } else { (i, j) };
                 return Err(CheckError::Overlap {
                     a: bs[a].id.clone(),
@@ -105,7 +123,8 @@ pub fn check(p: &Problem, offsets: &[u64]) -> Result<u64, CheckError> {
                 });
             }
         }
-        live.push(i);
+        live.insert(o, (end, i));
+        expiry.push(std::cmp::Reverse((bs[i].upper, o)));
     }
     Ok(peak)
 }
@@ -153,6 +172,62 @@ mod tests {
         }
         // Touching in space is fine, touching in time is fine.
         assert!(check(&prob(None), &[0, 10, 0, 0]).is_ok());
+    }
+
+    /// The pairwise test the sweep must agree with.
+    fn overlaps_pairwise(p: &Problem, off: &[u64]) -> bool {
+        let bs = &p.buffers;
+        (0..bs.len()).any(|i| {
+            (0..i).any(|j| {
+                let (a, b) = (&bs[i], &bs[j]);
+                a.size > 0
+                    && b.size > 0
+                    && a.lower < b.upper
+                    && b.lower < a.upper
+                    && off[i] < off[j] + b.size
+                    && off[j] < off[i] + a.size
+            })
+        })
+    }
+
+    #[test]
+    fn agrees_with_the_pairwise_test() {
+        // Small random instances and offsets on a coarse grid, so that
+        // about half of the placements overlap somewhere.
+        let mut r = crate::cli::Rng(7);
+        let (mut valid, mut invalid) = (0, 0);
+        for _ in 0..4000 {
+            let n = 1 + r.below(12) as usize;
+            let buffers: Vec<Buffer> = (0..n)
+                .map(|i| {
+                    let lower = r.below(10);
+                    Buffer::new(i.to_string(), lower, lower + 1 + r.below(6), r.below(5))
+                })
+                .collect();
+            let p = Problem {
+                buffers,
+                capacity: None,
+            };
+            let off: Vec<u64> = (0..n).map(|_| r.below(4 * n as u64)).collect();
+            let got = check(&p, &off);
+            assert_eq!(got.is_err(), overlaps_pairwise(&p, &off), "{p:?} {off:?}");
+            if let Err(CheckError::Overlap { a, b, .. }) = &got {
+                // The pair named does overlap (ids are the indices).
+                let pair = [a, b].map(|id| id.parse::<usize>().unwrap());
+                let two = Problem {
+                    buffers: pair.map(|k| p.buffers[k].clone()).to_vec(),
+                    capacity: None,
+                };
+                assert!(overlaps_pairwise(&two, &pair.map(|k| off[k])));
+                invalid += 1;
+            } else {
+                valid += 1;
+            }
+        }
+        assert!(
+            valid > 500 && invalid > 500,
+            "{valid} valid, {invalid} invalid"
+        );
     }
 
     #[test]
