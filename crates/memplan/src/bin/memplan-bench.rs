@@ -215,6 +215,7 @@ fn run() {
         ("somas-like-50k", "somas", 50_000, 2),
         ("somas-like-100k", "somas", 100_000, 3),
         ("training-like-30k", "training", 30_000, 7),
+        ("training-like-100k", "training", 100_000, 1),
         ("random-like-100k", "random", 100_000, 1),
     ] {
         if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
