@@ -861,7 +861,7 @@ impl Buckets {
                         return (l as u8, a, z);
                     }
                 }
-                unreachable!("the last level has one block")
+                unreachable!("the last level takes every buffer")
             })
             .collect();
         let horizon = bs.iter().map(|b| b.upper).max().unwrap_or(0);

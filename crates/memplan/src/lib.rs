@@ -33,7 +33,10 @@
 //! bytes, and 9 bytes of state), plus about 250 bytes per buffer for each
 //! further worker of the large-instance improvement (its runs, time index
 //! and best placement; two workers: random_instance(100000) 35 -> 58 MB,
-//! somas_like(100000) 29 -> 45 MB resident), plus 8 bytes per
+//! somas_like(100000) 29 -> 45 MB resident; a bucketed pass keeps one
+//! 32-byte entry per buffer and time block it is kept in, two for most,
+//! at most 32 for the longest-lived: 100,000 buffers each live for
+//! 30-60 % of the time, 62 MB resident in all), plus 8 bytes per
 //! overlapping pair where the greedy graph is built (at most 8M pairs) and
 //! the exact search's state on groups of at most 5,000 buffers, whose
 //! dead-state memo takes at most 24 MB per search direction and thread, so
