@@ -121,6 +121,26 @@ pub fn random_instance(n: usize, seed: u64) -> crate::Problem {
     }
 }
 
+/// Long-lived instance: `n` buffers, each starting in the first `n` steps
+/// and live for `0.3 n` to `0.6 n` of them, 1 B-4 KiB: about 45 % are live
+/// at once, so a first fit meets many gaps too small for it (a stress
+/// case for the time limit, not a real shape).
+pub fn long_lived(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let n64 = (n as u64).max(1);
+    let buffers = (0..n)
+        .map(|i| {
+            let lower = r.below(n64);
+            let len = 1 + 3 * n64 / 10 + r.below(3 * n64 / 10);
+            crate::Buffer::new(i.to_string(), lower, lower + len, 1 + r.below(4096))
+        })
+        .collect();
+    crate::Problem {
+        buffers,
+        capacity: None,
+    }
+}
+
 /// Training-like workload of about `n` buffers: a chain of layers whose
 /// forward activations live until the matching backward step, with weights
 /// and optimizer state live throughout, short-lived temporaries and

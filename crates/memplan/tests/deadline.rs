@@ -57,30 +57,6 @@ fn node_budget_ends_large_improvement_at_the_same_point() {
     assert!(a.peak <= g, "{} > greedy {g}", a.peak);
 }
 
-/// `n` buffers each live for 30,000-60,000 of 160,000 steps, 1 B-4 KiB:
-/// about 45% of them live at once, so a first fit meets many gaps too
-/// small for it (the start-time sweep took 0.6 s here).
-fn long_lived(n: usize) -> memplan::Problem {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut below = |m: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % m
-    };
-    let buffers = (0..n)
-        .map(|i| {
-            let lower = below(100_000);
-            let len = 30_000 + below(30_000);
-            memplan::Buffer::new(i.to_string(), lower, lower + len, 1 + below(4096))
-        })
-        .collect();
-    memplan::Problem {
-        buffers,
-        capacity: None,
-    }
-}
-
 #[test]
 fn short_limits_are_honoured_on_100k_buffers() {
     // Dense (somas-like: 363M overlapping pairs, 4,762 live at once),
@@ -91,7 +67,7 @@ fn short_limits_are_honoured_on_100k_buffers() {
     for p in [
         cli::somas_like(100_000, 7),
         cli::random_instance(100_000, 2),
-        long_lived(100_000),
+        cli::long_lived(100_000, 1),
     ] {
         let t = Instant::now();
         lower_bound(&p);

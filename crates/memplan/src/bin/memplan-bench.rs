@@ -248,7 +248,8 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 }
 
 /// Solve one instance (a CSV path, or `gen:KIND:N:SEED` for a generated
-/// one) and print its row; the last field is the solve seconds.
+/// one, KIND somas, training, random or long, see `memplan::cli`) and
+/// print its row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
     let (name, mut p) = match spec.strip_prefix("gen:") {
         Some(g) => {
@@ -257,7 +258,9 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>)
             let p = match f[0] {
                 "somas" => cli::somas_like(n, seed),
                 "training" => cli::training_like(n, seed),
-                _ => cli::random_instance(n, seed),
+                "random" => cli::random_instance(n, seed),
+                "long" => cli::long_lived(n, seed),
+                k => panic!("no generator {k:?}: somas, training, random or long"),
             };
             (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
         }
