@@ -750,10 +750,34 @@ fn run_skyline_one(
     gen.goal = goal;
     gen.halt = sh.map(|s| s.halt.clone());
     let mut grun = 0u32;
+    // Minimising on two or more threads, the first (variant 0) is a fit at
+    // the goal: every run a probe there, in the order a fit makes its runs,
+    // without the dive, the rungs, the runs at the cap or the halfway
+    // probes, which the other threads make. A goal that a fit reaches is
+    // so reached about as fast as the fit's variant 0 would (issue 12 item
+    // 3). Before, each thread gave the goal every other run, and once the
+    // goal had resisted every fourth, in half of the (direction, mode)
+    // pairs: J up to its 54th event time (176 buffers) fits at its bound
+    // within 2M nodes, where minimising ended 2.9 % above it with 8M
+    // (tests/shared.rs). memplan-bench --minimize --no-capacity, three
+    // runs: E 0.24-0.26 -> 0.11-0.19 s, F 0.26-0.33 -> 0.06-0.10 s, I
+    // 0.31-0.33 -> 0.08-0.29 s, B 0.20-0.22 -> 0.16-0.27 s (found by the
+    // other variant's probes, as its fit is), against fits at the
+    // capacity of B 0.06-0.10, E 0.31-0.34, F 0.21-0.25 and I 0.31-0.34
+    // s. D and J, where the goal is out of reach, lose the thread's share
+    // of the descent within noise: at 3M nodes on two threads, mean peak
+    // over six order variants 1036.3 -> 1034.7 units (D), 1025.3 ->
+    // 1026.3 (J). MEMPLAN_GOAL_THREAD=0 turns it off, for such
+    // comparisons.
+    let goal_only = sh.is_some()
+        && variant == 0
+        && cap > goal
+        && !fit_first
+        && knob("MEMPLAN_GOAL_THREAD", 1) == 1;
     // First aim straight at the goal (usually the lower bound) with a small
     // budget (about one dive, `PRE_PER_BUFFER`): the cap then prunes
     // hardest, and a hit is optimal at once.
-    if cap > goal {
+    if cap > goal && !goal_only {
         let mut hit = None;
         'pre: for k in 0..2 {
             let d = if k == 0 { &mut fwd } else { &mut bwd };
@@ -821,7 +845,7 @@ fn run_skyline_one(
     // in 2 s as before. The tight instances (their rungs fit, at 2-7%)
     // reach their bound 0.05-0.1 s later: B, E, F, I in 0.24-0.42 s
     // against 0.15-0.29 s, five runs each beside a concurrent C build.
-    if cap > goal && !fit_first {
+    if cap > goal && !fit_first && !goal_only {
         'rungs: for k in 1..=RUNGS {
             let target = (goal + (goal / 100).max(1) * k).next_multiple_of(unit);
             if target >= fwd.cap.min(bwd.cap) {
@@ -881,13 +905,25 @@ fn run_skyline_one(
     // ~9 s before, where a fit takes 0.06 s). The probes share the dead
     // -state memo, valid at every cap at or below the one it was found at.
     let mut prun = 0u32;
+    // The probes at the goal count their own runs: they make a fit's runs
+    // 0, 1, 2, ... in turn (every direction and branching mode, each order
+    // variant, the fit's Luby budgets) however the halfway probes
+    // interleave with them; numbered by all probes, they had only the
+    // even numbers once the halfway probes began, and so one branching
+    // mode per direction. The halfway probes keep the probes' numbers (odd
+    // ones): numbered apart, D and J at 3M nodes, one thread, six order
+    // variants, went 1029.7 -> 1034.8 and 1027.5 -> 1020.5 units, noise
+    // either way.
+    let mut goal_run = 0u32;
     let probing = cap > goal;
     let mut probe_turn = false;
     // Runs cycle through (direction, branching mode); the order variant
     // changes every cycle. Cap and node count carry over between them.
     let d = loop {
         // Under a capacity not yet met, probe only once something fits.
-        if probing && (!fit_first || fwd.best.is_some() || bwd.best.is_some()) {
+        if goal_only {
+            probe_turn = true;
+        } else if probing && (!fit_first || fwd.best.is_some() || bwd.best.is_some()) {
             probe_turn = !probe_turn;
         } else {
             probe_turn = false;
@@ -930,7 +966,15 @@ fn run_skyline_one(
             }
             continue;
         }
-        let r = if probe { prun } else { run };
+        // Whether this probe aims halfway between the goal and the cap (see
+        // its target below); a run carries the larger node count over.
+        mid_on = mid_on || prun >= mid_start || fwd.nodes.max(bwd.nodes) >= mid_nodes;
+        let halfway = probe && mid_on && !goal_only && prun % 2 == 1;
+        let r = match (probe, halfway) {
+            (false, _) => run,
+            (true, true) => prun,
+            (true, false) => goal_run,
+        };
         let (d, o) = if r & 2 == 0 {
             (&mut fwd, &mut bwd)
         } else {
@@ -992,8 +1036,7 @@ fn run_skyline_one(
         //   - the goal only every fourth probe: 1021 / 1019.
         // None is better on both, and the spread between variants (D 1012
         // to 1040, J 987 to 1034) is larger than any of the differences.
-        mid_on = mid_on || prun >= mid_start || d.nodes >= mid_nodes;
-        let target = if probe && mid_on && prun % 2 == 1 {
+        let target = if halfway {
             let c = d.cap.min(o.cap);
             (goal + c.saturating_sub(goal) / 2)
                 .next_multiple_of(unit)
@@ -1042,6 +1085,7 @@ fn run_skyline_one(
         }
         if probe {
             prun += 1;
+            goal_run += !halfway as u32;
             if !d.aborted {
                 // A probe that ran out of space proves its target
                 // infeasible: record it, and probe the next capacity up.

@@ -111,3 +111,55 @@ fn minimising_j_is_not_slower_than_fitting() {
         min.peak
     );
 }
+
+/// Issue 12, item 3, where the bound is feasible but hard to hit: J up to
+/// its 54th distinct start or end time (every buffer live before it, its
+/// life cut there: 176 buffers) fits at its load bound within 2M nodes of
+/// the exact search. With two threads, minimising gives one of them to
+/// probes at the goal alone, the runs a fit makes; before, the probes
+/// shared each thread with the descent (and, once the goal had resisted,
+/// with probes halfway), and minimising ended 3.1 % above the bound with
+/// these 4M nodes (2.9 % with 8M). Two threads share the budget, so where
+/// their work interleaves differs from run to run; 4M nodes leave a
+/// margin of two over what minimising needed in every run measured.
+#[test]
+fn minimising_reaches_a_bound_that_a_fit_reaches() {
+    let Some(dir) = cli::shared_dir() else {
+        println!("skipped: ../shared not found");
+        return;
+    };
+    let f = dir.join("benchmarks/memplan/minimalloc/J.1048576.csv");
+    let Ok(text) = std::fs::read_to_string(&f) else {
+        println!("skipped: {} not found", f.display());
+        return;
+    };
+    let mut p = csv::read(&text).unwrap();
+    let mut times: Vec<u64> = p.buffers.iter().flat_map(|b| [b.lower, b.upper]).collect();
+    times.sort_unstable();
+    times.dedup();
+    let end = times[53];
+    p.buffers.retain(|b| b.lower < end);
+    for b in &mut p.buffers {
+        b.upper = b.upper.min(end);
+    }
+    assert_eq!(p.buffers.len(), 176);
+    let lb = memplan::lower_bound(&p);
+    let opts = |minimize| Options {
+        time_limit: Duration::from_secs(600),
+        node_limit: Some(4_000_000),
+        threads: 2,
+        minimize,
+    };
+    p.capacity = Some(lb);
+    let fit = solve(&p, &opts(false)).expect("a fit at the bound finds a placement");
+    assert_eq!(check(&p, &fit.offsets).unwrap(), fit.peak);
+    p.capacity = None;
+    let min = solve(&p, &opts(true)).unwrap();
+    assert_eq!(check(&p, &min.offsets).unwrap(), min.peak);
+    assert!(
+        min.peak == lb && min.optimal,
+        "minimising ended at {} ({:.4} of the bound {lb}) with the budget a fit there needs",
+        min.peak,
+        min.peak as f64 / lb as f64
+    );
+}
