@@ -750,26 +750,32 @@ fn run_skyline_one(
     gen.goal = goal;
     gen.halt = sh.map(|s| s.halt.clone());
     let mut grun = 0u32;
-    // Minimising on two or more threads, the first (variant 0) is a fit at
-    // the goal: every run a probe there, in the order a fit makes its runs,
-    // without the dive, the rungs, the runs at the cap or the halfway
-    // probes, which the other threads make. A goal that a fit reaches is
-    // so reached about as fast as the fit's variant 0 would (issue 12 item
-    // 3). Before, each thread gave the goal every other run, and once the
-    // goal had resisted every fourth, in half of the (direction, mode)
-    // pairs: J up to its 54th event time (176 buffers) fits at its bound
-    // within 2M nodes, where minimising ended 2.9 % above it with 8M
-    // (tests/shared.rs). memplan-bench --minimize --no-capacity, three
-    // runs: E 0.24-0.26 -> 0.11-0.19 s, F 0.26-0.33 -> 0.06-0.10 s, I
-    // 0.31-0.33 -> 0.08-0.29 s, B 0.20-0.22 -> 0.16-0.27 s (found by the
-    // other variant's probes, as its fit is), against fits at the
-    // capacity of B 0.06-0.10, E 0.31-0.34, F 0.21-0.25 and I 0.31-0.34
-    // s. D and J, where the goal is out of reach, lose the thread's share
-    // of the descent within noise: at 3M nodes on two threads, mean peak
-    // over six order variants 1036.3 -> 1034.7 units (D), 1025.3 ->
-    // 1026.3 (J). MEMPLAN_GOAL_THREAD=0 turns it off, for such
-    // comparisons.
-    let goal_only = sh.is_some()
+    // Minimising on two or more threads, the first (variant 0) starts as a
+    // fit at the goal: every run a probe there, in the order a fit makes
+    // its runs, without the dive, the rungs, the runs at the cap or the
+    // halfway probes, which the other threads make; once the goal has
+    // resisted it for `mid_nodes` nodes, it joins them. A goal that a fit
+    // reaches is so reached about as fast as the fit's variant 0 would
+    // (issue 12 item 3). Before, each thread gave the goal every other
+    // run, and once the goal had resisted every fourth, in half of the
+    // (direction, mode) pairs: J up to its 54th event time (176 buffers)
+    // fits at its bound within 2M nodes, where minimising ended 0.9 %
+    // above it with 16M; now it reaches it within 7M (tests/shared.rs).
+    // memplan-bench --minimize --no-capacity, five runs: E 0.24-0.30 ->
+    // 0.14-0.23 s, F 0.26-0.33 -> 0.06-0.15 s, I 0.31-0.35 -> 0.10-0.24
+    // s, B about the same (0.2-0.3 s; its fit is found by the other
+    // variant); fits at the capacity take B 0.06-0.10, E 0.31-0.34, F
+    // 0.21-0.25 and I 0.31-0.34 s. Where the goal is out of reach, the
+    // thread's share of the descent matters: kept at the goal throughout,
+    // on 24 windows of D and J (a third to four fifths of their event
+    // times) at 2 s the summed excess over the bound was 3,531 (1e-4)
+    // against 2,529 and 2,519 before; with the limit 2,536 (2M nodes:
+    // 2,636), and the 14 windows at their bound there in 0.048 s on
+    // average, against 0.086-0.103 s. D and J themselves: within noise
+    // (3M nodes, two threads, six order variants, mean 1032.5 and 1026.2
+    // units, against 1034.7-1036.3 and 1025.2-1025.3).
+    // MEMPLAN_GOAL_THREAD=0 turns it off, for such comparisons.
+    let mut goal_only = sh.is_some()
         && variant == 0
         && cap > goal
         && !fit_first
@@ -921,6 +927,9 @@ fn run_skyline_one(
     // changes every cycle. Cap and node count carry over between them.
     let d = loop {
         // Under a capacity not yet met, probe only once something fits.
+        if goal_only && fwd.nodes.max(bwd.nodes) >= mid_nodes {
+            goal_only = false;
+        }
         if goal_only {
             probe_turn = true;
         } else if probing && (!fit_first || fwd.best.is_some() || bwd.best.is_some()) {
