@@ -243,8 +243,111 @@ pub fn somas_like(n: usize, seed: u64) -> crate::Problem {
     }
 }
 
+/// The distinct start and end times of `p`'s buffers, sorted.
+pub fn event_times(p: &crate::Problem) -> Vec<u64> {
+    let mut t: Vec<u64> = p.buffers.iter().flat_map(|b| [b.lower, b.upper]).collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// The part of `p` between its `from`-th and `to`-th event times
+/// ([`event_times`]): every buffer live then, its life cut to
+/// `[t_from, t_to)`, without a capacity. Any placement of `p` places the
+/// window too, so its peak is at most `p`'s optimum: an instance of the
+/// same shape as `p` that is not `p` (memplan-bench `--windows`).
+pub fn window(p: &crate::Problem, from: usize, to: usize) -> crate::Problem {
+    let t = event_times(p);
+    let at = |k: usize| {
+        t.get(k.min(t.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    let (a, z) = (at(from), at(to));
+    crate::Problem {
+        buffers: p
+            .buffers
+            .iter()
+            .filter(|b| b.lower.max(a) < b.upper.min(z))
+            .map(|b| crate::Buffer {
+                lower: b.lower.max(a),
+                upper: b.upper.min(z),
+                ..b.clone()
+            })
+            .collect(),
+        capacity: None,
+    }
+}
+
+/// `k` windows of `p` ([`window`]: first and last event time), each over
+/// a third to four fifths of its event times, at a random place; the same
+/// for the same `seed`.
+pub fn windows_of(p: &crate::Problem, k: usize, seed: u64) -> Vec<(usize, usize)> {
+    let n = event_times(p).len().saturating_sub(1);
+    let mut r = Rng(0x5851_f42d_4c95_7f2d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    (0..k)
+        .map(|_| {
+            let w = n / 3 + r.below((4 * n / 5 - n / 3 + 1) as u64) as usize;
+            let from = r.below((n - w + 1) as u64) as usize;
+            (from, from + w)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::{check, Buffer, Problem};
+
+    /// A window keeps the buffers live in it, cut to it; the full
+    /// instance's placement places it, and its bound is at most the full
+    /// one's.
+    #[test]
+    fn a_window_cuts_lives_to_its_times() {
+        let p = Problem {
+            buffers: vec![
+                Buffer::new("a", 0, 10, 4),
+                Buffer::new("b", 2, 4, 3),
+                Buffer::new("c", 4, 8, 5),
+                Buffer::new("d", 8, 12, 6),
+            ],
+            capacity: Some(100),
+        };
+        assert_eq!(super::event_times(&p), vec![0, 2, 4, 8, 10, 12]);
+        // Times 2 to 8: a cut to [2, 8), b whole, c whole; d starts at 8.
+        let w = super::window(&p, 1, 3);
+        let lives: Vec<(&str, u64, u64)> = w
+            .buffers
+            .iter()
+            .map(|b| (b.id.as_str(), b.lower, b.upper))
+            .collect();
+        assert_eq!(lives, vec![("a", 2, 8), ("b", 2, 4), ("c", 4, 8)]);
+        assert_eq!(w.capacity, None);
+        let full = crate::solve(&p, &crate::Options::default()).unwrap();
+        let off: Vec<u64> = [0, 1, 2].map(|i| full.offsets[i]).to_vec();
+        assert!(check(&w, &off).unwrap() <= full.peak);
+        assert!(crate::lower_bound(&w) <= crate::lower_bound(&p));
+        let big = super::random_instance(2000, 3);
+        let t = super::event_times(&big).len();
+        let w = super::window(&big, t / 4, t / 2);
+        assert!(!w.buffers.is_empty() && w.buffers.len() < big.buffers.len());
+        let sol = crate::solve(&big, &crate::Options::default()).unwrap();
+        let kept: Vec<u64> = (0..big.buffers.len())
+            .filter(|&i| w.buffers.iter().any(|b| b.id == big.buffers[i].id))
+            .map(|i| sol.offsets[i])
+            .collect();
+        assert!(check(&w, &kept).unwrap() <= sol.peak);
+        let ws = super::windows_of(&big, 8, 1);
+        assert_eq!(ws, super::windows_of(&big, 8, 1));
+        assert_ne!(ws, super::windows_of(&big, 8, 2));
+        let n = t - 1;
+        for (a, z) in ws {
+            assert!(
+                z <= n && z - a >= n / 3 && z - a <= 4 * n / 5,
+                "{a} {z} of {n}"
+            );
+        }
+    }
+
     #[test]
     fn json() {
         let s = super::Summary {

@@ -1,6 +1,6 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K]`
 //!
 //! `--fit-at R` gives every row without a capacity (the generated and real
 //! ones, or all with `--no-capacity`) a capacity of R × its lower bound
@@ -14,6 +14,14 @@
 //!
 //! `--dir PATH` adds a row for every `.csv` file in `PATH` (instances of
 //! your own, or real ones the tests do not see), after the shared ones.
+//!
+//! `--windows K` adds, after the shared rows, K windows of every shared
+//! instance (`cli::window`: the buffers live between two of its event
+//! times, cut to them; a third to four fifths of its event times, chosen
+//! by a generator seeded with the instance's position, so the same every
+//! run), each without a capacity, and ends with each instance's count at
+//! the bound, count within 1.01 of it, and worst peak / lower bound:
+//! instances of the same shapes that the tests do not see.
 //!
 //! Every instance is solved in a child process of its own (this binary with
 //! `--child`), so its peak memory (VmHWM from /proc/self/status, resident
@@ -35,6 +43,7 @@ fn run() {
     let mut only: Option<String> = None;
     let mut no_capacity = false;
     let mut seeds = 1u64;
+    let mut windows = 0u64;
     let mut fit_at: Option<f64> = None;
     let mut child: Option<String> = None;
     // Each --dir with its instances, listed before anything runs.
@@ -67,6 +76,16 @@ fn run() {
                     }
                 }
             }
+            "--windows" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u64>() {
+                    Ok(k) if k <= 1000 => windows = k,
+                    _ => {
+                        eprintln!("error: --windows takes a count from 0 to 1000, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--fit-at" => {
                 let v = args.next().unwrap_or_default();
                 match v.parse::<f64>() {
@@ -93,7 +112,7 @@ fn run() {
             }
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K]"
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K]"
                 );
                 std::process::exit(2);
             }
@@ -177,6 +196,8 @@ fn run() {
         Some(dir) => {
             let root = dir.join("benchmarks/memplan");
             let mut total = 0.0;
+            // The shared instances run, for --windows.
+            let mut ran = Vec::new();
             for sub in ["minimalloc", "real"] {
                 let Ok(files) = csv_files(&root.join(sub)) else {
                     outln!("skipped: {} not found", root.join(sub).display());
@@ -189,6 +210,7 @@ fn run() {
                         continue;
                     }
                     sub_total += spawn(&f.to_string_lossy()).1;
+                    ran.push((name, f.clone()));
                 }
                 outln!("{sub}: total {sub_total:.3} s");
                 total += sub_total;
@@ -196,6 +218,26 @@ fn run() {
             outln!(
                 "all shared: total {total:.3} s (bounds: < 1 s each, minimalloc/ < 3 s; MiniMalloc peer: ~{MINIMALLOC_TOTAL_S} s for A..K)"
             );
+            if windows > 0 {
+                let mut sums = Vec::new();
+                for (k, (name, f)) in ran.iter().enumerate() {
+                    let p = csv::read(&std::fs::read_to_string(f).expect("read")).expect("parse");
+                    let (mut at, mut close, mut worst) = (0, 0, 0f64);
+                    for (from, to) in cli::windows_of(&p, windows as usize, k as u64 + 1) {
+                        let spec = format!("win:{from}:{to}:{}", f.to_string_lossy());
+                        let r = spawn(&spec).0.unwrap_or(f64::INFINITY);
+                        at += (r <= 1.0) as u32;
+                        close += (r <= 1.01) as u32;
+                        worst = worst.max(r);
+                    }
+                    sums.push((name.clone(), at, close, worst));
+                }
+                for (name, at, close, worst) in sums {
+                    outln!(
+                        "{name} windows: {at} of {windows} at the bound, {close} within 1.01, worst peak/LB {worst:.4}"
+                    );
+                }
+            }
         }
     }
     for (dir, files) in &dirs {
@@ -251,6 +293,26 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 /// one, KIND somas, training, random or long, see `memplan::cli`) and
 /// print its row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
+    if let Some(w) = spec.strip_prefix("win:") {
+        // win:FROM:TO:PATH, see --windows.
+        let f: Vec<&str> = w.splitn(3, ':').collect();
+        let (from, to): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        let path = std::path::Path::new(f[2]);
+        let full = csv::read(&std::fs::read_to_string(path).expect("read")).expect("parse");
+        let mut p = cli::window(&full, from, to);
+        // "A.1048576.csv" -> "A", "somas_pangu_2.6B.csv" -> "somas_pangu_2.6B".
+        let file = path.file_name().unwrap().to_string_lossy();
+        let stem = file.strip_suffix(".csv").unwrap_or(&file);
+        let stem = match stem.rsplit_once('.') {
+            Some((s, cap)) if cap.bytes().all(|c| c.is_ascii_digit()) => s,
+            _ => stem,
+        };
+        if let Some(r) = fit_at {
+            p.capacity = Some((lower_bound(&p) as f64 * r).ceil() as u64);
+        }
+        row(&format!("{stem}[{from},{to})"), &p, opts);
+        return;
+    }
     let (name, mut p) = match spec.strip_prefix("gen:") {
         Some(g) => {
             let f: Vec<&str> = g.split(':').collect();
