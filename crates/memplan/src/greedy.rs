@@ -815,7 +815,7 @@ pub enum Index {
 /// 4,762 live at once). A pass keeps the buffers that are live over the
 /// whole of a block apart, as ranges merged where they touch: every
 /// buffer that reaches into the block overlaps them in time, so only the
-/// union of their bytes matters (see [`place_buckets_cut`]).
+/// union of their bytes matters (see `place_buckets_cut`).
 ///
 /// Why the coarsest level has several blocks: with one block there, every
 /// pass read each of the long-lived buffers kept in it (live over more
