@@ -82,16 +82,7 @@ fn shared_instances_solve_and_check() {
 /// the bound first, minimising ended at 1,139,712 with that budget.
 #[test]
 fn minimising_j_is_not_slower_than_fitting() {
-    let Some(dir) = cli::shared_dir() else {
-        println!("skipped: ../shared not found");
-        return;
-    };
-    let f = dir.join("benchmarks/memplan/minimalloc/J.1048576.csv");
-    let Ok(text) = std::fs::read_to_string(&f) else {
-        println!("skipped: {} not found", f.display());
-        return;
-    };
-    let mut p = csv::read(&text).unwrap();
+    let Some(mut p) = shared_j() else { return };
     let opts = |minimize| Options {
         time_limit: Duration::from_secs(600),
         node_limit: Some(100_000),
@@ -124,24 +115,8 @@ fn minimising_j_is_not_slower_than_fitting() {
 /// from run to run; 14M nodes leave a margin of two.
 #[test]
 fn minimising_reaches_a_bound_that_a_fit_reaches() {
-    let Some(dir) = cli::shared_dir() else {
-        println!("skipped: ../shared not found");
-        return;
-    };
-    let f = dir.join("benchmarks/memplan/minimalloc/J.1048576.csv");
-    let Ok(text) = std::fs::read_to_string(&f) else {
-        println!("skipped: {} not found", f.display());
-        return;
-    };
-    let mut p = csv::read(&text).unwrap();
-    let mut times: Vec<u64> = p.buffers.iter().flat_map(|b| [b.lower, b.upper]).collect();
-    times.sort_unstable();
-    times.dedup();
-    let end = times[53];
-    p.buffers.retain(|b| b.lower < end);
-    for b in &mut p.buffers {
-        b.upper = b.upper.min(end);
-    }
+    let Some(j) = shared_j() else { return };
+    let mut p = cli::window(&j, 0, 53);
     assert_eq!(p.buffers.len(), 176);
     let lb = memplan::lower_bound(&p);
     let opts = |minimize| Options {
@@ -162,4 +137,18 @@ fn minimising_reaches_a_bound_that_a_fit_reaches() {
         min.peak,
         min.peak as f64 / lb as f64
     );
+}
+
+/// MiniMalloc's J from ../shared, or `None` (having said it skipped).
+fn shared_j() -> Option<memplan::Problem> {
+    let Some(dir) = cli::shared_dir() else {
+        println!("skipped: ../shared not found");
+        return None;
+    };
+    let f = dir.join("benchmarks/memplan/minimalloc/J.1048576.csv");
+    let Ok(text) = std::fs::read_to_string(&f) else {
+        println!("skipped: {} not found", f.display());
+        return None;
+    };
+    Some(csv::read(&text).unwrap())
 }
