@@ -152,3 +152,61 @@ fn shared_j() -> Option<memplan::Problem> {
     };
     Some(csv::read(&text).unwrap())
 }
+
+/// Issue 12: instances of the shared ones' shapes that the tests do not
+/// otherwise see, four windows of each (`cli::windows_of`, as
+/// `memplan-bench --windows 4`), reach their bound where the bench shows
+/// them there in 2 s: every window of A-H and K. Not D and J (their own
+/// bound is not reached) nor I, whose windows cut at both ends of its
+/// time are beyond the search (the README's planner section). One thread
+/// and a node budget, so the same on every machine: 500k nodes each
+/// suffice, 200k do not (E[7,83)).
+#[test]
+fn windows_of_the_tight_instances_reach_their_bound() {
+    const NODES: u64 = 2_000_000;
+    let Some(dir) = cli::shared_dir() else {
+        println!("skipped: ../shared not found");
+        return;
+    };
+    let root = dir.join("benchmarks/memplan/minimalloc");
+    let mut seen = 0;
+    // Their positions among the shared instances (A..K, then real/), the
+    // seeds memplan-bench gives them.
+    for (k, name) in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"]
+        .iter()
+        .enumerate()
+    {
+        if matches!(*name, "D" | "I" | "J") {
+            continue;
+        }
+        let f = root.join(format!("{name}.1048576.csv"));
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            println!("skipped: {} not found", f.display());
+            continue;
+        };
+        let p = csv::read(&text).unwrap();
+        for (from, to) in cli::windows_of(&p, 4, k as u64 + 1) {
+            let w = cli::window(&p, from, to);
+            let lb = memplan::lower_bound(&w);
+            let s = solve(
+                &w,
+                &Options {
+                    time_limit: Duration::from_secs(600),
+                    node_limit: Some(NODES),
+                    threads: 1,
+                    minimize: true,
+                },
+            )
+            .unwrap();
+            assert_eq!(check(&w, &s.offsets).unwrap(), s.peak);
+            assert_eq!(
+                s.peak,
+                lb,
+                "{name}[{from},{to}): {:.4} of the bound",
+                s.peak as f64 / lb as f64
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen == 0 || seen == 32, "{seen} windows");
+}
