@@ -1,0 +1,14 @@
+//! Writes `cli::somas_like(n, seed)` (or `random_instance`, `training_like`
+//! with KIND `random`, `training`) as a planner CSV:
+//! `cargo run --release -p memplan --example gen -- N SEED [KIND] > out.csv`
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n = a.get(1).and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let seed = a.get(2).and_then(|v| v.parse().ok()).unwrap_or(1);
+    let p = match a.get(3).map(String::as_str) {
+        Some("random") => memplan::cli::random_instance(n, seed),
+        Some("training") => memplan::cli::training_like(n, seed),
+        _ => memplan::cli::somas_like(n, seed),
+    };
+    print!("{}", memplan::csv::write(&p, None));
+}
