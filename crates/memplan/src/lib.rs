@@ -25,8 +25,9 @@
 //! somas_like and random_instance at 100,000 buffers: limits of 0, 1 and
 //! 50 ms returned after 0.09-0.10 s, 0.3 s after 0.30 s, tests/deadline.rs;
 //! with the machine's load average at 7, 0.15-0.25 s for 50 ms; 100,000
-//! long-lived buffers (`cli::long_lived`), 45,000 live at once, 0.14-0.15 s for 0-50 ms on a
-//! slower machine, where the others took 0.08-0.11 s). Memory:
+//! long-lived buffers (`cli::long_lived`), 45,000 live at once, 0.14-0.15
+//! s for 0-50 ms on a slower machine, where the others took 0.08-0.11 s).
+//! Memory:
 //! about 200-500 bytes per buffer
 //! (somas_like(100000): 21-39 MB resident in all), plus at most about 140
 //! bytes per buffer for the ejection chains' time index (32 entries of 4

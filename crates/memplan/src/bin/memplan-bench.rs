@@ -289,17 +289,19 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
     Ok(files)
 }
 
-/// Solve one instance (a CSV path, or `gen:KIND:N:SEED` for a generated
-/// one, KIND somas, training, random or long, see `memplan::cli`) and
-/// print its row; the last field is the solve seconds.
+/// Solve one instance (a CSV path, `gen:KIND:N:SEED` for a generated
+/// one, KIND somas, training, random or long, see `memplan::cli`, or
+/// `win:FROM:TO:PATH` for a window of a CSV's instance) and print its
+/// row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
-    if let Some(w) = spec.strip_prefix("win:") {
-        // win:FROM:TO:PATH, see --windows.
+    let read = |path: &std::path::Path| {
+        csv::read(&std::fs::read_to_string(path).expect("read")).expect("parse")
+    };
+    let (name, mut p) = if let Some(w) = spec.strip_prefix("win:") {
+        // win:FROM:TO:PATH, see --windows; no capacity.
         let f: Vec<&str> = w.splitn(3, ':').collect();
         let (from, to): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
         let path = std::path::Path::new(f[2]);
-        let full = csv::read(&std::fs::read_to_string(path).expect("read")).expect("parse");
-        let mut p = cli::window(&full, from, to);
         // "A.1048576.csv" -> "A", "somas_pangu_2.6B.csv" -> "somas_pangu_2.6B".
         let file = path.file_name().unwrap().to_string_lossy();
         let stem = file.strip_suffix(".csv").unwrap_or(&file);
@@ -307,35 +309,30 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>)
             Some((s, cap)) if cap.bytes().all(|c| c.is_ascii_digit()) => s,
             _ => stem,
         };
-        if let Some(r) = fit_at {
-            p.capacity = Some((lower_bound(&p) as f64 * r).ceil() as u64);
+        (
+            format!("{stem}[{from},{to})"),
+            cli::window(&read(path), from, to),
+        )
+    } else if let Some(g) = spec.strip_prefix("gen:") {
+        let f: Vec<&str> = g.split(':').collect();
+        let (n, seed): (usize, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        let p = match f[0] {
+            "somas" => cli::somas_like(n, seed),
+            "training" => cli::training_like(n, seed),
+            "random" => cli::random_instance(n, seed),
+            "long" => cli::long_lived(n, seed),
+            k => panic!("no generator {k:?}: somas, training, random or long"),
+        };
+        (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
+    } else {
+        let path = std::path::Path::new(spec);
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut p = read(path);
+        // "A.1048576.csv": the middle part is the capacity.
+        if !no_capacity {
+            p.capacity = name.split('.').nth(1).and_then(|c| c.parse().ok());
         }
-        row(&format!("{stem}[{from},{to})"), &p, opts);
-        return;
-    }
-    let (name, mut p) = match spec.strip_prefix("gen:") {
-        Some(g) => {
-            let f: Vec<&str> = g.split(':').collect();
-            let (n, seed): (usize, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
-            let p = match f[0] {
-                "somas" => cli::somas_like(n, seed),
-                "training" => cli::training_like(n, seed),
-                "random" => cli::random_instance(n, seed),
-                "long" => cli::long_lived(n, seed),
-                k => panic!("no generator {k:?}: somas, training, random or long"),
-            };
-            (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
-        }
-        None => {
-            let path = std::path::Path::new(spec);
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            let mut p = csv::read(&std::fs::read_to_string(path).expect("read")).expect("parse");
-            // "A.1048576.csv": the middle part is the capacity.
-            if !no_capacity {
-                p.capacity = name.split('.').nth(1).and_then(|c| c.parse().ok());
-            }
-            (name, p)
-        }
+        (name, p)
     };
     if let (Some(r), None) = (fit_at, p.capacity) {
         p.capacity = Some((lower_bound(&p) as f64 * r).ceil() as u64);
