@@ -67,7 +67,7 @@
 //! A node budget (`Options::node_limit`) cuts it at the same point
 //! everywhere; strata plans with one and a time limit that only backs it
 //! up. With more threads the exact search races complementary
-//! configurations (minimising, the first thread begins as a fit at the
+//! configurations (minimising, every thread begins as a fit at the
 //! bound, so a bound a fit reaches is reached about as fast; see
 //! `search.rs`) and the large-instance improvement runs several
 //! workers, so the placement may differ between runs (which thread wins,

@@ -438,6 +438,11 @@ const PRE_PER_BUFFER: u64 = 8;
 /// before its runs at the cap (`run_skyline_one`).
 const RUNGS: u64 = 8;
 
+/// Nodes for which a minimising search thread, other than the first of
+/// several, makes only a fit's runs at the goal before it climbs the
+/// rungs (see `run_skyline_one`).
+const GOAL_NODES: u64 = 20_000;
+
 /// The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (1-based).
 fn luby(i: u64) -> u64 {
     let mut k = 1;
@@ -691,6 +696,102 @@ fn run_skyline(
     }
 }
 
+/// What one group's runs share, fixed before the first: the gcd of the
+/// sizes, the restart base, the first order variant, whether the modes
+/// are flipped (variant 0) and whether the level bound pays off.
+struct RunKnobs {
+    unit: u64,
+    base: u64,
+    v0: u32,
+    flip: bool,
+    tight: bool,
+}
+
+/// Minimising without a capacity to meet first, and the goal missed:
+/// before the runs at the cap, fit at rungs 1%, 2%, ... `RUNGS`% above
+/// the goal, lowest first, each with the four runs a fit would start
+/// with (both directions, both branching modes, twice the base budget);
+/// the first rung that fits becomes the cap, and a rung whose space is
+/// exhausted proves its target as a probe does (the goal rises). A
+/// fit's first runs often succeed where the descent from the greedy
+/// peak stalls above: J fits at 1,039,360 in 7,443 nodes (0.01 s),
+/// where minimising ended at 1,042,432-1,050,624 (1,025 KiB mostly) in
+/// 2 s on two threads, and at 1,139,712 within 100k nodes on one; with
+/// the rungs, 1,037,312 on every 2 s run and 1,039,360 within 100k
+/// nodes (tests/shared.rs). Where no rung fits (D) they cost 128k
+/// nodes: on one thread D then ends higher within 100k and 300k nodes
+/// (1,291,264 and 1,132,544 against 1,156,096 and 1,107,968), about
+/// the same within 1M (1,040,384 against 1,038,336), and at 1,028,096
+/// in 2 s as before. The tight instances (their rungs fit, at 2-7%)
+/// reach their bound 0.05-0.1 s later: B, E, F, I in 0.24-0.42 s
+/// against 0.15-0.29 s, five runs each beside a concurrent C build.
+fn climb_rungs(
+    k: &RunKnobs,
+    fwd: &mut crate::skyline::Sky,
+    bwd: &mut crate::skyline::Sky,
+    gen: &mut Dfs,
+    goal: &mut u64,
+    proof: &mut u64,
+    sh: Option<&Shared>,
+) {
+    'rungs: for step in 1..=RUNGS {
+        let target = (*goal + (*goal / 100).max(1) * step).next_multiple_of(k.unit);
+        if target >= fwd.cap.min(bwd.cap) {
+            break;
+        }
+        for r in 0..4u32 {
+            let d = if r < 2 { &mut *fwd } else { &mut *bwd };
+            let kept = d.cap;
+            d.cap = target;
+            d.set_order(k.v0);
+            d.mode = (r % 2) ^ k.flip as u32;
+            d.level = d.mode == 1 && k.tight;
+            d.begin_run(2 * k.base);
+            let found = d.run();
+            if debug() {
+                eprintln!("rung {step} at {target}: run {r}, found {found}");
+            }
+            if !found {
+                d.cap = kept;
+            }
+            if !found && !d.aborted && !d.timed_out && !d.halted {
+                // Exhausted: nothing fits at the rung, a proof as a
+                // probe's; the next rung up is the next to try.
+                *proof = (target + 1).next_multiple_of(k.unit);
+                *goal = *proof;
+                fwd.goal = *goal;
+                bwd.goal = *goal;
+                gen.goal = *goal;
+                if *goal > fwd.cap.min(bwd.cap) {
+                    break 'rungs;
+                }
+                continue 'rungs;
+            }
+            if found || d.timed_out || d.halted {
+                if let (Some(s), true) = (sh, found) {
+                    s.cap.fetch_min(d.cap, Ordering::Relaxed);
+                }
+                break 'rungs;
+            }
+        }
+    }
+}
+
+/// After the rungs: the direction whose placement is at the goal, or the
+/// first when the goal is proven above the cap (the incumbent is at the
+/// bound); the search ends with it. `None`: the runs at the cap go on.
+/// The main loop carries the cap and the best placement over from one
+/// direction to the other.
+fn settled<'a>(
+    fwd: &'a crate::skyline::Sky,
+    bwd: &'a crate::skyline::Sky,
+    goal: u64,
+) -> Option<&'a crate::skyline::Sky> {
+    [fwd, bwd]
+        .into_iter()
+        .find(|d| d.best.as_ref().is_some_and(|b| b.0 <= goal) || goal > fwd.cap.min(bwd.cap))
+}
+
 /// Skyline search with restarts: runs with growing node budgets (Luby
 /// sequence) and varied tie-breaks; the cap found so far carries over, and
 /// the budget grows without bound, so a run eventually completes unless time
@@ -774,12 +875,35 @@ fn run_skyline_one(
     // average, against 0.086-0.103 s. D and J themselves: within noise
     // (3M nodes, two threads, six order variants, mean 1032.5 and 1026.2
     // units, against 1034.7-1036.3 and 1025.2-1025.3).
-    // MEMPLAN_GOAL_THREAD=0 turns it off, for such comparisons.
-    let mut goal_only = sh.is_some()
-        && variant == 0
-        && cap > goal
-        && !fit_first
-        && knob("MEMPLAN_GOAL_THREAD", 1) == 1;
+    // The other threads, and a lone one, start the same way for
+    // `GOAL_NODES` nodes only, and then climb the rungs they put off. B's
+    // fit is found by variant 1 at its fifth run (10k nodes), which
+    // minimising reached only after the rungs and with every other run at
+    // the cap: 0.19-0.23 s against the fit's 0.05-0.07 s, now 0.06-0.09 s
+    // (E, F, I within noise). On the 24 windows of D and J above, the
+    // summed excess was 2,547-2,558 at 20k nodes (2,515 at 32k, 2,755 at
+    // 64k) against 2,442-2,547 without; climbing no rungs after the phase
+    // cost 150 (2,697 at 16k). D and J at 2 s are unchanged. On one thread
+    // the phase and the rungs compete: B reaches its bound within 20k
+    // nodes (160k before; its fit needs 20k), which takes a phase over
+    // 12k, while J's fit at 1,039,360 (a rung) within 100k nodes takes one
+    // under 28k (tests/shared.rs); F (640k, fit 320k) would gain from a
+    // phase of 32k, E and I (1.28M and 640k; fits 640k and 320k) from none
+    // that short. D and J at 3M nodes over six order variants end at the
+    // same peaks, and strata's plans (one thread) are byte for byte the
+    // same. MEMPLAN_GOAL_THREAD=0 turns all of this off, for such
+    // comparisons; MEMPLAN_GOAL1 and MEMPLAN_GOAL_ONE set the phase of the
+    // other threads and of a lone one.
+    let first_of_many = variant == 0 && sh.is_some();
+    let goal_nodes = if first_of_many {
+        mid_nodes
+    } else if sh.is_some() {
+        knob("MEMPLAN_GOAL1", GOAL_NODES)
+    } else {
+        knob("MEMPLAN_GOAL_ONE", GOAL_NODES)
+    };
+    let mut goal_only =
+        goal_nodes > 0 && cap > goal && !fit_first && knob("MEMPLAN_GOAL_THREAD", 1) == 1;
     // First aim straight at the goal (usually the lower bound) with a small
     // budget (about one dive, `PRE_PER_BUFFER`): the cap then prunes
     // hardest, and a hit is optimal at once.
@@ -833,74 +957,23 @@ fn run_skyline_one(
             }
         }
     }
-    // Minimising without a capacity to meet first, and the goal missed:
-    // before the runs at the cap, fit at rungs 1%, 2%, ... `RUNGS`% above
-    // the goal, lowest first, each with the four runs a fit would start
-    // with (both directions, both branching modes, twice the base budget);
-    // the first rung that fits becomes the cap, and a rung whose space is
-    // exhausted proves its target as a probe does (the goal rises). A
-    // fit's first runs often succeed where the descent from the greedy
-    // peak stalls above: J fits at 1,039,360 in 7,443 nodes (0.01 s),
-    // where minimising ended at 1,042,432-1,050,624 (1,025 KiB mostly) in
-    // 2 s on two threads, and at 1,139,712 within 100k nodes on one; with
-    // the rungs, 1,037,312 on every 2 s run and 1,039,360 within 100k
-    // nodes (tests/shared.rs). Where no rung fits (D) they cost 128k
-    // nodes: on one thread D then ends higher within 100k and 300k nodes
-    // (1,291,264 and 1,132,544 against 1,156,096 and 1,107,968), about
-    // the same within 1M (1,040,384 against 1,038,336), and at 1,028,096
-    // in 2 s as before. The tight instances (their rungs fit, at 2-7%)
-    // reach their bound 0.05-0.1 s later: B, E, F, I in 0.24-0.42 s
-    // against 0.15-0.29 s, five runs each beside a concurrent C build.
+    let knobs = RunKnobs {
+        unit,
+        base,
+        v0,
+        flip,
+        tight,
+    };
+    // Minimising without a capacity to meet first: the rungs (see
+    // `climb_rungs`), unless this thread starts at the goal; the first
+    // thread then skips them, the others climb them when their goal phase
+    // ends.
     if cap > goal && !fit_first && !goal_only {
-        'rungs: for k in 1..=RUNGS {
-            let target = (goal + (goal / 100).max(1) * k).next_multiple_of(unit);
-            if target >= fwd.cap.min(bwd.cap) {
-                break;
-            }
-            for r in 0..4u32 {
-                let d = if r < 2 { &mut fwd } else { &mut bwd };
-                let kept = d.cap;
-                d.cap = target;
-                d.set_order(v0);
-                d.mode = (r % 2) ^ flip as u32;
-                d.level = d.mode == 1 && tight;
-                d.begin_run(2 * base);
-                let found = d.run();
-                if debug() {
-                    eprintln!("rung {k} at {target}: run {r}, found {found}");
-                }
-                if !found {
-                    d.cap = kept;
-                }
-                if !found && !d.aborted && !d.timed_out && !d.halted {
-                    // Exhausted: nothing fits at the rung, a proof as a
-                    // probe's; the next rung up is the next to try.
-                    proof = (target + 1).next_multiple_of(unit);
-                    goal = proof;
-                    fwd.goal = goal;
-                    bwd.goal = goal;
-                    gen.goal = goal;
-                    if goal > fwd.cap.min(bwd.cap) {
-                        break 'rungs;
-                    }
-                    continue 'rungs;
-                }
-                if found || d.timed_out || d.halted {
-                    if let (Some(s), true) = (sh, found) {
-                        s.cap.fetch_min(d.cap, Ordering::Relaxed);
-                    }
-                    break 'rungs;
-                }
-            }
-        }
-        // The main loop carries the cap and the best placement over from
-        // one direction to the other; a rung placement at the goal, or a
-        // goal proven above the cap (the incumbent is at the bound), ends
-        // here.
-        for d in [&fwd, &bwd] {
-            if d.best.as_ref().is_some_and(|b| b.0 <= goal) || goal > fwd.cap.min(bwd.cap) {
-                return GroupResult::early(d, sh, proof, goal, true);
-            }
+        climb_rungs(
+            &knobs, &mut fwd, &mut bwd, &mut gen, &mut goal, &mut proof, sh,
+        );
+        if let Some(d) = settled(&fwd, &bwd, goal) {
+            return GroupResult::early(d, sh, proof, goal, true);
         }
     }
     let mut run = 0u32;
@@ -927,8 +1000,16 @@ fn run_skyline_one(
     // changes every cycle. Cap and node count carry over between them.
     let d = loop {
         // Under a capacity not yet met, probe only once something fits.
-        if goal_only && fwd.nodes.max(bwd.nodes) >= mid_nodes {
+        if goal_only && fwd.nodes.max(bwd.nodes) >= goal_nodes {
             goal_only = false;
+            if !first_of_many {
+                climb_rungs(
+                    &knobs, &mut fwd, &mut bwd, &mut gen, &mut goal, &mut proof, sh,
+                );
+                if let Some(d) = settled(&fwd, &bwd, goal) {
+                    return GroupResult::early(d, sh, proof, goal, true);
+                }
+            }
         }
         if goal_only {
             probe_turn = true;
