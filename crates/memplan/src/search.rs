@@ -994,6 +994,10 @@ fn run_skyline_one(
     // variants, went 1029.7 -> 1034.8 and 1027.5 -> 1020.5 units, noise
     // either way.
     let mut goal_run = 0u32;
+    // The halfway probes' lower end: the goal, or the last target that a
+    // halfway probe failed to reach within its budget (see `target`).
+    let bisect = knob("MEMPLAN_SOFT", 1) == 1;
+    let mut soft = 0u64;
     let probing = cap > goal;
     let mut probe_turn = false;
     // Runs cycle through (direction, branching mode); the order variant
@@ -1126,9 +1130,24 @@ fn run_skyline_one(
         //   - the goal only every fourth probe: 1021 / 1019.
         // None is better on both, and the spread between variants (D 1012
         // to 1040, J 987 to 1034) is larger than any of the differences.
+        // Windows of D, I and J (`cli::window`, cut at both ends, whose
+        // bound is not tight either) settled it for the first: a halfway
+        // probe cut short by its budget is no proof, but aiming at the
+        // same target again and again wasted them (fits at capacities a
+        // little apart took 15k nodes, 130k and over 5M on I[78,174)). So
+        // the next one aims halfway above it (`soft`), until the targets
+        // reach the cap and start from the goal again. One thread, 4M
+        // nodes, summed excess over the bounds (1e-4) of 40 windows of D,
+        // I and J (`windows_of`, 8 each and 8 more of I and J), order
+        // variants 0-2: 6,239 / 6,139 / 6,520 -> 5,110 / 5,476 / 5,315
+        // (one window fewer at its bound in two); 24 other windows of D
+        // and J, variants 0-1: 2,509 / 2,534 -> 2,608 / 2,258. D and J at
+        // 3M nodes, six variants, mean: 1029.7 -> 1034.5 and 1027.5 ->
+        // 1021.8 units. MEMPLAN_SOFT=0 turns it off.
         let target = if halfway {
             let c = d.cap.min(o.cap);
-            (goal + c.saturating_sub(goal) / 2)
+            let lo = if soft > goal && soft < c { soft } else { goal };
+            (lo + c.saturating_sub(lo) / 2)
                 .next_multiple_of(unit)
                 .min(c)
         } else {
@@ -1176,6 +1195,15 @@ fn run_skyline_one(
         if probe {
             prun += 1;
             goal_run += !halfway as u32;
+            if halfway && d.aborted && bisect {
+                // Cut short: the next aims above it, until the targets
+                // reach the cap; then they start from the goal again.
+                soft = if target >= d.cap.min(o.cap) || target <= soft {
+                    goal
+                } else {
+                    target
+                };
+            }
             if !d.aborted {
                 // A probe that ran out of space proves its target
                 // infeasible: record it, and probe the next capacity up.
