@@ -1,6 +1,6 @@
 //! Benchmark over `../shared/benchmarks/memplan` plus synthetic rows.
 //!
-//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K]`
+//! `cargo run --release -p memplan --bin memplan-bench [-- --minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K] [--threads N] [--node-limit N]`
 //!
 //! `--fit-at R` gives every row without a capacity (the generated and real
 //! ones, or all with `--no-capacity`) a capacity of R × its lower bound
@@ -13,7 +13,14 @@
 //! generator's figure is not one seed's.
 //!
 //! `--dir PATH` adds a row for every `.csv` file in `PATH` (instances of
-//! your own, or real ones the tests do not see), after the shared ones.
+//! your own, or real ones the tests do not see), after the shared ones,
+//! and a summary: how many are at their bound and within 1.01 of it, the
+//! summed excess over the bounds (in 1e-4) and the worst.
+//!
+//! `--threads N` and `--node-limit N` are `Options::threads` and
+//! `Options::node_limit`: with `--threads 1 --node-limit N` every row is
+//! the same on every run and machine, so two builds compare exactly
+//! (`--time-limit` then only backs the budget up).
 //!
 //! `--windows K` adds, after the shared rows, K windows of every shared
 //! instance (`cli::window`: the buffers live between two of its event
@@ -46,6 +53,8 @@ fn run() {
     let mut windows = 0u64;
     let mut fit_at: Option<f64> = None;
     let mut child: Option<String> = None;
+    let mut threads: Option<usize> = None;
+    let mut node_limit: Option<u64> = None;
     // Each --dir with its instances, listed before anything runs.
     let mut dirs: Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -96,6 +105,26 @@ fn run() {
                     }
                 }
             }
+            "--threads" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<usize>() {
+                    Ok(k) if (1..=64).contains(&k) => threads = Some(k),
+                    _ => {
+                        eprintln!("error: --threads takes a count from 1 to 64, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
+            }
+            "--node-limit" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u64>() {
+                    Ok(k) if k >= 1 => node_limit = Some(k),
+                    _ => {
+                        eprintln!("error: --node-limit takes a count of at least 1, found `{v}`");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--child" => child = args.next(),
             "--dir" => {
                 let Some(d) = args.next().map(std::path::PathBuf::from) else {
@@ -112,17 +141,21 @@ fn run() {
             }
             _ => {
                 eprintln!(
-                    "usage: memplan-bench [--minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K]"
+                    "usage: memplan-bench [--minimize] [--no-capacity] [--fit-at R] [--time-limit S] [--only NAME-PREFIX] [--dir PATH]... [--seeds K] [--windows K] [--threads N] [--node-limit N]"
                 );
                 std::process::exit(2);
             }
         }
     }
-    let opts = Options {
+    let mut opts = Options {
         time_limit: limit,
         minimize,
+        node_limit,
         ..Default::default()
     };
+    if let Some(k) = threads {
+        opts.threads = k;
+    }
     if let Some(spec) = child {
         child_row(&spec, &opts, no_capacity, fit_at);
         return;
@@ -145,6 +178,12 @@ fn run() {
         }
         if let Some(r) = fit_at {
             cmd.args(["--fit-at", &r.to_string()]);
+        }
+        if let Some(k) = threads {
+            cmd.args(["--threads", &k.to_string()]);
+        }
+        if let Some(n) = node_limit {
+            cmd.args(["--node-limit", &n.to_string()]);
         }
         let out = cmd.output().expect("run the child");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -170,13 +209,15 @@ fn run() {
         (ratio, secs)
     };
     outln!(
-        "mode: {}{}{}, time limit {:.1} s per instance; one process per instance",
+        "mode: {}{}{}, time limit {:.1} s per instance{}, {} thread(s); one process per instance",
         if minimize { "minimize" } else { "fit capacity" },
         if no_capacity { " (no capacity)" } else { "" },
         fit_at.map_or(String::new(), |r| format!(
             " (rows without one: {r} x the lower bound)"
         )),
-        limit.as_secs_f64()
+        limit.as_secs_f64(),
+        node_limit.map_or(String::new(), |n| format!(", node limit {n}")),
+        opts.threads
     );
     outln!(
         "{:<22} {:>7} {:>14} {:>14} {:>8} {:>8} {:>8} {:>6} {:>8} {:>5}",
@@ -241,12 +282,19 @@ fn run() {
         }
     }
     for (dir, files) in &dirs {
-        let mut total = 0.0;
+        let (mut total, mut at, mut close, mut excess, mut worst) = (0.0, 0, 0, 0.0, 0f64);
         for f in files {
-            total += spawn(&f.to_string_lossy()).1;
+            let (r, secs) = spawn(&f.to_string_lossy());
+            // A failed row counts as worst of all (infinite).
+            let r = r.unwrap_or(f64::INFINITY);
+            total += secs;
+            at += (r <= 1.0) as u32;
+            close += (r <= 1.01) as u32;
+            excess += (r - 1.0) * 1e4;
+            worst = worst.max(r);
         }
         outln!(
-            "{}: {} instances, total {total:.3} s",
+            "{}: {} instances, {at} at the bound, {close} within 1.01, summed excess {excess:.0} (1e-4), worst peak/LB {worst:.4}, total {total:.3} s",
             dir.display(),
             files.len()
         );
