@@ -118,25 +118,7 @@ fn minimising_reaches_a_bound_that_a_fit_reaches() {
     let Some(j) = shared_j() else { return };
     let mut p = cli::window(&j, 0, 53);
     assert_eq!(p.buffers.len(), 176);
-    let lb = memplan::lower_bound(&p);
-    let opts = |minimize| Options {
-        time_limit: Duration::from_secs(600),
-        node_limit: Some(14_000_000),
-        threads: 2,
-        minimize,
-    };
-    p.capacity = Some(lb);
-    let fit = solve(&p, &opts(false)).expect("a fit at the bound finds a placement");
-    assert_eq!(check(&p, &fit.offsets).unwrap(), fit.peak);
-    p.capacity = None;
-    let min = solve(&p, &opts(true)).unwrap();
-    assert_eq!(check(&p, &min.offsets).unwrap(), min.peak);
-    assert!(
-        min.peak == lb && min.optimal,
-        "minimising ended at {} ({:.4} of the bound {lb}) within 14M nodes; a fit reaches the bound within 2M",
-        min.peak,
-        min.peak as f64 / lb as f64
-    );
+    minimising_reaches_the_bound_a_fit_reaches(&mut p, 2, 14_000_000);
 }
 
 /// Issue 12, item 3, where the fit is quick: B fits at its bound within
@@ -152,26 +134,8 @@ fn minimising_is_as_quick_as_a_quick_fit() {
     let Some(mut p) = shared_minimalloc("B") else {
         return;
     };
-    let lb = memplan::lower_bound(&p);
     for threads in [1, 2] {
-        let opts = |minimize| Options {
-            time_limit: Duration::from_secs(600),
-            node_limit: Some(40_000),
-            threads,
-            minimize,
-        };
-        p.capacity = Some(lb);
-        let fit = solve(&p, &opts(false)).expect("a fit at the bound finds a placement");
-        assert_eq!(check(&p, &fit.offsets).unwrap(), fit.peak);
-        p.capacity = None;
-        let min = solve(&p, &opts(true)).unwrap();
-        assert_eq!(check(&p, &min.offsets).unwrap(), min.peak);
-        assert!(
-            min.peak == lb && min.optimal,
-            "{threads} thread(s): minimising ended at {} ({:.4} of the bound {lb}) within the 40k nodes a fit needs",
-            min.peak,
-            min.peak as f64 / lb as f64
-        );
+        minimising_reaches_the_bound_a_fit_reaches(&mut p, threads, 40_000);
     }
 }
 
@@ -210,6 +174,36 @@ fn halfway_probes_bisect_windows_whose_bound_resists() {
             w.buffers.len()
         );
     }
+}
+
+/// Fits `p` at its load bound, then minimises it without a capacity, both
+/// on `threads` threads within `nodes` nodes: the fit must find a
+/// placement, and minimising must end at the bound, proven; both
+/// placements must pass the checker.
+fn minimising_reaches_the_bound_a_fit_reaches(
+    p: &mut memplan::Problem,
+    threads: usize,
+    nodes: u64,
+) {
+    let lb = memplan::lower_bound(p);
+    let opts = |minimize| Options {
+        time_limit: Duration::from_secs(600),
+        node_limit: Some(nodes),
+        threads,
+        minimize,
+    };
+    p.capacity = Some(lb);
+    let fit = solve(p, &opts(false)).expect("a fit at the bound finds a placement");
+    assert_eq!(check(p, &fit.offsets).unwrap(), fit.peak);
+    p.capacity = None;
+    let min = solve(p, &opts(true)).unwrap();
+    assert_eq!(check(p, &min.offsets).unwrap(), min.peak);
+    assert!(
+        min.peak == lb && min.optimal,
+        "{threads} thread(s): minimising ended at {} ({:.4} of the bound {lb}) within the {nodes} nodes in which a fit reached it",
+        min.peak,
+        min.peak as f64 / lb as f64
+    );
 }
 
 /// MiniMalloc's J from ../shared, or `None` (having said it skipped).

@@ -75,26 +75,8 @@ fn run() {
             }
             "--only" => only = args.next(),
             "--no-capacity" => no_capacity = true,
-            "--seeds" => {
-                let v = args.next().unwrap_or_default();
-                match v.parse::<u64>() {
-                    Ok(k) if (1..=1000).contains(&k) => seeds = k,
-                    _ => {
-                        eprintln!("error: --seeds takes a count from 1 to 1000, found `{v}`");
-                        std::process::exit(2);
-                    }
-                }
-            }
-            "--windows" => {
-                let v = args.next().unwrap_or_default();
-                match v.parse::<u64>() {
-                    Ok(k) if k <= 1000 => windows = k,
-                    _ => {
-                        eprintln!("error: --windows takes a count from 0 to 1000, found `{v}`");
-                        std::process::exit(2);
-                    }
-                }
-            }
+            "--seeds" => seeds = count(&a, args.next(), 1, 1000),
+            "--windows" => windows = count(&a, args.next(), 0, 1000),
             "--fit-at" => {
                 let v = args.next().unwrap_or_default();
                 match v.parse::<f64>() {
@@ -105,26 +87,8 @@ fn run() {
                     }
                 }
             }
-            "--threads" => {
-                let v = args.next().unwrap_or_default();
-                match v.parse::<usize>() {
-                    Ok(k) if (1..=64).contains(&k) => threads = Some(k),
-                    _ => {
-                        eprintln!("error: --threads takes a count from 1 to 64, found `{v}`");
-                        std::process::exit(2);
-                    }
-                }
-            }
-            "--node-limit" => {
-                let v = args.next().unwrap_or_default();
-                match v.parse::<u64>() {
-                    Ok(k) if k >= 1 => node_limit = Some(k),
-                    _ => {
-                        eprintln!("error: --node-limit takes a count of at least 1, found `{v}`");
-                        std::process::exit(2);
-                    }
-                }
-            }
+            "--threads" => threads = Some(count(&a, args.next(), 1, 64) as usize),
+            "--node-limit" => node_limit = Some(count(&a, args.next(), 1, u64::MAX)),
             "--child" => child = args.next(),
             "--dir" => {
                 let Some(d) = args.next().map(std::path::PathBuf::from) else {
@@ -323,6 +287,24 @@ fn run() {
     if seeds > 1 {
         for (name, w) in worst {
             outln!("{name}: worst peak/LB over {seeds} seeds {w:.4}");
+        }
+    }
+}
+
+/// The count that follows `flag`, from `lo` to `hi`; otherwise the process
+/// ends with a message naming the flag, the range and what was found.
+fn count(flag: &str, v: Option<String>, lo: u64, hi: u64) -> u64 {
+    let v = v.unwrap_or_default();
+    match v.parse::<u64>() {
+        Ok(k) if (lo..=hi).contains(&k) => k,
+        _ => {
+            let range = if hi == u64::MAX {
+                format!("of at least {lo}")
+            } else {
+                format!("from {lo} to {hi}")
+            };
+            eprintln!("error: {flag} takes a count {range}, found `{v}`");
+            std::process::exit(2);
         }
     }
 }
