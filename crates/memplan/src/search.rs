@@ -906,7 +906,9 @@ fn run_skyline_one(
         goal_nodes > 0 && cap > goal && !fit_first && knob("MEMPLAN_GOAL_THREAD", 1) == 1;
     // First aim straight at the goal (usually the lower bound) with a small
     // budget (about one dive, `PRE_PER_BUFFER`): the cap then prunes
-    // hardest, and a hit is optimal at once.
+    // hardest, and a hit is optimal at once. A thread that starts with a
+    // goal phase (above) aims there with a fit's runs instead, so this
+    // dive is for minimising under a capacity to meet first.
     if cap > goal && !goal_only {
         let mut hit = None;
         'pre: for k in 0..2 {

@@ -227,40 +227,39 @@ fn run() {
                 let mut sums = Vec::new();
                 for (k, (name, f)) in ran.iter().enumerate() {
                     let p = csv::read(&std::fs::read_to_string(f).expect("read")).expect("parse");
-                    let (mut at, mut close, mut worst) = (0, 0, 0f64);
+                    let mut t = Tally::default();
                     for (from, to) in cli::windows_of(&p, windows as usize, k as u64 + 1) {
                         let spec = format!("win:{from}:{to}:{}", f.to_string_lossy());
-                        let r = spawn(&spec).0.unwrap_or(f64::INFINITY);
-                        at += (r <= 1.0) as u32;
-                        close += (r <= 1.01) as u32;
-                        worst = worst.max(r);
+                        t.add(spawn(&spec).0);
                     }
-                    sums.push((name.clone(), at, close, worst));
+                    sums.push((name.clone(), t));
                 }
-                for (name, at, close, worst) in sums {
+                for (name, t) in sums {
                     outln!(
-                        "{name} windows: {at} of {windows} at the bound, {close} within 1.01, worst peak/LB {worst:.4}"
+                        "{name} windows: {} of {windows} at the bound, {} within 1.01, worst peak/LB {:.4}",
+                        t.at,
+                        t.close,
+                        t.worst
                     );
                 }
             }
         }
     }
     for (dir, files) in &dirs {
-        let (mut total, mut at, mut close, mut excess, mut worst) = (0.0, 0, 0, 0.0, 0f64);
+        let (mut total, mut t) = (0.0, Tally::default());
         for f in files {
             let (r, secs) = spawn(&f.to_string_lossy());
-            // A failed row counts as worst of all (infinite).
-            let r = r.unwrap_or(f64::INFINITY);
             total += secs;
-            at += (r <= 1.0) as u32;
-            close += (r <= 1.01) as u32;
-            excess += (r - 1.0) * 1e4;
-            worst = worst.max(r);
+            t.add(r);
         }
         outln!(
-            "{}: {} instances, {at} at the bound, {close} within 1.01, summed excess {excess:.0} (1e-4), worst peak/LB {worst:.4}, total {total:.3} s",
+            "{}: {} instances, {} at the bound, {} within 1.01, summed excess {:.0} (1e-4), worst peak/LB {:.4}, total {total:.3} s",
             dir.display(),
-            files.len()
+            files.len(),
+            t.at,
+            t.close,
+            t.excess,
+            t.worst
         );
     }
     let mut worst = Vec::new();
@@ -288,6 +287,28 @@ fn run() {
         for (name, w) in worst {
             outln!("{name}: worst peak/LB over {seeds} seeds {w:.4}");
         }
+    }
+}
+
+/// Rows' peak / lower bound summed up: how many are at the bound, how many
+/// within 1.01 of it, the summed excess over it (1e-4) and the worst.
+#[derive(Default)]
+struct Tally {
+    at: u32,
+    close: u32,
+    excess: f64,
+    worst: f64,
+}
+
+impl Tally {
+    /// One row's ratio; a row that failed or found nothing counts as
+    /// worst of all (infinite).
+    fn add(&mut self, r: Option<f64>) {
+        let r = r.unwrap_or(f64::INFINITY);
+        self.at += (r <= 1.0) as u32;
+        self.close += (r <= 1.01) as u32;
+        self.excess += (r - 1.0) * 1e4;
+        self.worst = self.worst.max(r);
     }
 }
 
