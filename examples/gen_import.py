@@ -439,15 +439,15 @@ def conv_grouped(rng, case, cin, cout, group, hw, k, s, pads, bias):
     write(case, [node], ins, [vi("y", list(y.shape))], ins, {"y": y})
 
 
-def conv_grad_depthwise_rows(rng, case, op, hw, s):
-    """A depthwise ConvGrad (dX and dW) or ConvGradX (dX) large enough that a
-    small L1 cuts dX's rows."""
-    c, k, p = 4, 3, 1
-    x = rand(rng, 2, c, *hw)
-    w = rand(rng, c, 1, k, k)
-    dy = rand(rng, 2, c, conv_out(hw[0], k, s, p), conv_out(hw[1], k, s, p))
-    dx, dw = conv_grads(f64(x), f64(w), f64(dy), s, p, c)
-    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=c)
+def conv_grad_rows(rng, case, op, hw, s, cin=4, cout=4, group=4):
+    """A grouped ConvGrad (dX and dW) or ConvGradX (dX), depthwise unless
+    told otherwise, large enough that a small L1 cuts dX's rows."""
+    k, p = 3, 1
+    x = rand(rng, 2, cin, *hw)
+    w = rand(rng, cout, cin // group, k, k)
+    dy = rand(rng, 2, cout, conv_out(hw[0], k, s, p), conv_out(hw[1], k, s, p))
+    dx, dw = conv_grads(f64(x), f64(w), f64(dy), s, p, group)
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=group)
     if op == "ConvGrad":
         node = helper.make_node("ConvGrad", ["dy", "x", "w"], ["dx", "dw"], domain=MS,
                                 dilations=[1, 1], auto_pad="NOTSET", **attrs)
@@ -596,8 +596,8 @@ def main():
     # Tiled by output rows at a small L1 (tests/tiling.rs).
     conv_grouped(rng, "conv_depthwise_rows", 4, 4, 4, (20, 12), 3, (1, 1), (1, 1, 1, 1), True)
     conv_grouped(rng, "conv_grouped_rows", 2, 4, 2, (23, 11), 3, (2, 1), (2, 1, 0, 1), False)
-    conv_grad_depthwise_rows(rng, "conv_grad_depthwise_rows", "ConvGrad", (15, 9), 2)
-    conv_grad_depthwise_rows(rng, "conv_grad_x_depthwise_rows", "ConvGradX", (16, 10), 1)
+    conv_grad_rows(rng, "conv_grad_depthwise_rows", "ConvGrad", (15, 9), 2)
+    conv_grad_rows(rng, "conv_grad_x_depthwise_rows", "ConvGradX", (16, 10), 1)
     pad_case(rng, "pad_constant_rows", (1, 3, 10, 7), [1, 3, 0], [0, 2, 4], "constant",
              value=0.5, axes=[1, 2, 3])
     pad_case(rng, "pad_attr_rows", (2, 3, 8, 6), [0, 0, 2, 1], [0, 0, 3, 1], "constant",
@@ -617,6 +617,12 @@ def main():
     sce(rng, "sce_mean_tiled", 48, 40, "mean", True, -1)
     sce(rng, "sce_sum_tiled", 30, 24, "sum", False, None)
     sce(rng, "sce_none_tiled", 20, 36, "none", True, 3)
+    # Gradients of grouped convolutions that are not depthwise, by rows at a
+    # small L1 (tests/tiling.rs): two groups of two input and three output
+    # channels (ConvGrad, stride 2), and a channel multiplier (ConvGradX).
+    conv_grad_rows(rng, "conv_grad_grouped_rows", "ConvGrad", (15, 9), 2, cin=4, cout=6, group=2)
+    conv_grad_rows(rng, "conv_grad_x_multiplier_rows", "ConvGradX", (16, 10), 1, cin=3, cout=6,
+                   group=3)
 
 
 if __name__ == "__main__":

@@ -331,11 +331,13 @@ fn ln_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> 
 }
 
 /// ConvGrad (dY, X, W) → (dX, dW, dB), ConvGradX (dY, W) → dX and
-/// ConvGradW (dY, X) → dW, ungrouped or depthwise: dX splits over N, C_in
-/// and its rows (reading dY's rows through transposed windows; depthwise,
-/// dY's channels too); dW splits over C_out (ungrouped, C_in too) and sums
-/// over N and dY's rows; dB splits over C_out and sums the same. Each
-/// output is its own phase.
+/// ConvGradW (dY, X) → dW: dX splits over N, C_in and its rows (reading
+/// dY's rows through transposed windows; depthwise, dY's channels too);
+/// dW splits over C_out (ungrouped, C_in too) and sums over N and dY's
+/// rows; dB splits over C_out and sums the same. Any other grouping (a
+/// channel multiplier, or groups of several channels) keeps the channels
+/// whole, since a tile of them would cut its groups: dX splits over N
+/// and its rows, dW and dB only sum. Each output is its own phase.
 fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>> {
     let (xi, wi) = match n.op_type.as_str() {
         "ConvGrad" => (Some(1), Some(2)),
@@ -352,9 +354,8 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
     if dy.shape.len() != 4 {
         return None;
     }
-    // Ungrouped only: W [C_out, C_in, kh, kw] against X or dX [N, C_in, H, W],
-    // and dW's C_in against X's. A channel tile of a grouped convolution
-    // would change its group count, which the node's op fixes.
+    // Ungrouped: W [C_out, C_in, kh, kw] against X or dX [N, C_in, H, W],
+    // and dW's C_in against X's.
     let cin = |t: &TensorType| t.shape.get(1).copied();
     let outs_ty = |k: usize| n.outputs.get(k).copied().flatten().map(|t| g.ty(t));
     let ungrouped = match n.op_type.as_str() {
@@ -372,14 +373,18 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
             }
             _ => w.is_some_and(|w| w.shape[0] == dy.shape[1]),
         }
-        && x.is_none_or(|x| x.shape[1] == dy.shape[1]);
+        && x.is_none_or(|x| x.shape[1] == dy.shape[1])
+        // ConvGradX has no X: its dX's channels (a channel multiplier's
+        // W is [C_out, 1, kh, kw] too).
+        && (n.op_type != "ConvGradX"
+            || outs_ty(0).is_some_and(|dx| dx.shape.get(1) == dy.shape.get(1)));
     let dw = dw
         || (n.op_type == "ConvGradW"
             && outs_ty(0).is_some_and(|t| t.shape.get(1) == Some(&1))
             && x.is_some_and(|x| x.shape[1] == dy.shape[1] && x.shape[1] > 1));
-    if !ungrouped && !dw {
-        return None;
-    }
+    // Neither: the channels stay whole, and a tile's op keeps the node's
+    // group count.
+    let grouped = !ungrouped && !dw;
     // (kernel, stride, pad before) along the rows.
     let op: &dyn std::any::Any = &*n.op;
     let cg = op.downcast_ref::<crate::ops::conv::ConvGrad>()?;
@@ -428,6 +433,8 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                 };
                 inputs[0] = Some(if dw {
                     map(4, &[(0, 0), (1, 1)])
+                } else if grouped {
+                    map(4, &[(0, 0)])
                 } else {
                     // Ungrouped, dY's channels (C_out) are summed over: a
                     // reduced axis after dX's, which dY's and W's axis 0
@@ -437,10 +444,14 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                     reduce = vec![false, false, false, false, true];
                     map(4, &[(0, 0), (1, 4)])
                 });
-                parallel = (0..dims.len()).map(|a| a < 3).collect();
+                parallel = (0..dims.len())
+                    .map(|a| a < 3 && !(grouped && a == 1))
+                    .collect();
                 if let Some(wi) = wi {
                     inputs[wi] = Some(if dw {
                         map(4, &[(0, 1)])
+                    } else if grouped {
+                        vec![None; 4]
                     } else {
                         map(4, &[(0, 4), (1, 1)])
                     });
@@ -465,12 +476,14 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                     dy.shape[0],
                     dy.shape[2],
                 ];
-                parallel = vec![true, !dw, false, false, false, false];
+                parallel = vec![!grouped, ungrouped, false, false, false, false];
                 reduce = vec![false, false, false, false, true, true];
                 inputs[0] = Some(map(4, &[(0, 4), (1, 0), (2, 5)]));
                 let xi = xi?;
                 inputs[xi] = Some(if dw {
                     map(4, &[(0, 4), (1, 0)])
+                } else if grouped {
+                    map(4, &[(0, 4)])
                 } else {
                     map(4, &[(0, 4), (1, 1)])
                 });
@@ -493,7 +506,7 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
                 // and 2, reduced); X and W give the geometry only (X's
                 // rows through the windows of the dY rows).
                 dims = vec![y.shape[0], dy.shape[0], dy.shape[2]];
-                parallel = vec![true, false, false];
+                parallel = vec![!grouped, false, false];
                 reduce = vec![false, true, true];
                 inputs[0] = Some(map(4, &[(0, 1), (1, 0), (2, 2)]));
                 if let Some(wi) = wi {

@@ -1124,11 +1124,30 @@ fn deeploy_cases_cut_by_rows(cases: &[(&str, &str)]) {
 /// tile does not fit: a depthwise Conv (channels and rows, the tile's group
 /// its channels; it needed 1,984 bytes), a grouped Conv with two output
 /// channels per input channel (rows only, its channels whole; it ran as one
-/// tile of 4,288 bytes), and a depthwise ConvGrad's dX (stride 2; 752
-/// bytes) and ConvGradX's (stride 1; 1,328 bytes) by rows of dX.
+/// tile of 4,288 bytes), a depthwise ConvGrad's dX (stride 2; 752 bytes)
+/// and ConvGradX's (stride 1; 1,328 bytes) by rows of dX, and the
+/// gradients of groupings that are not depthwise, which ran as one tile:
+/// a ConvGrad of two groups of two input and three output channels (stride
+/// 2; 11,424 bytes), and a ConvGradX of a channel multiplier (two output
+/// channels per input channel; 11,744 bytes), by rows of dX with their
+/// channels whole.
 #[test]
 fn grouped_convolutions_tile_by_rows() {
     import_cases_cut(&[
+        (
+            "conv_grad_grouped_rows",
+            2_000,
+            "ConvGrad",
+            &["output 0: axis 0 by 1, axis 2"],
+            &["axis 1 by"],
+        ),
+        (
+            "conv_grad_x_multiplier_rows",
+            1_500,
+            "ConvGradX",
+            &["axis 2"],
+            &["axis 1 by"],
+        ),
         (
             "conv_depthwise_rows",
             800,
