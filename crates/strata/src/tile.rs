@@ -354,40 +354,26 @@ fn conv_grad_phases(n: &Node, g: &Graph, present: &[usize]) -> Option<Vec<Phase>
     if dy.shape.len() != 4 {
         return None;
     }
-    // Ungrouped: W [C_out, C_in, kh, kw] against X or dX [N, C_in, H, W],
-    // and dW's C_in against X's.
-    let cin = |t: &TensorType| t.shape.get(1).copied();
     let outs_ty = |k: usize| n.outputs.get(k).copied().flatten().map(|t| g.ty(t));
-    let ungrouped = match n.op_type.as_str() {
-        "ConvGrad" => w.zip(x).is_some_and(|(w, x)| cin(w) == cin(x)),
-        "ConvGradX" => w.zip(outs_ty(0)).is_some_and(|(w, dx)| cin(w) == cin(dx)),
-        _ => x.zip(outs_ty(0)).is_some_and(|(x, dw)| cin(x) == cin(dw)),
-    };
-    // Depthwise: W [C, 1, kh, kw], one channel per group; a tile of
-    // channels is a depthwise convolution of its own (its group count).
-    let dw = w.is_some_and(|w| w.shape[1] == 1)
-        && dy.shape[1] > 1
-        && match n.op_type.as_str() {
-            "ConvGradW" => {
-                outs_ty(0).is_some_and(|dw| dw.shape[0] == dy.shape[1] && dw.shape[1] == 1)
-            }
-            _ => w.is_some_and(|w| w.shape[0] == dy.shape[1]),
-        }
-        && x.is_none_or(|x| x.shape[1] == dy.shape[1])
-        // ConvGradX has no X: its dX's channels (a channel multiplier's
-        // W is [C_out, 1, kh, kw] too).
-        && (n.op_type != "ConvGradX"
-            || outs_ty(0).is_some_and(|dx| dx.shape.get(1) == dy.shape.get(1)));
-    let dw = dw
-        || (n.op_type == "ConvGradW"
-            && outs_ty(0).is_some_and(|t| t.shape.get(1) == Some(&1))
-            && x.is_some_and(|x| x.shape[1] == dy.shape[1] && x.shape[1] > 1));
-    // Neither: the channels stay whole, and a tile's op keeps the node's
-    // group count.
-    let grouped = !ungrouped && !dw;
-    // (kernel, stride, pad before) along the rows.
     let op: &dyn std::any::Any = &*n.op;
     let cg = op.downcast_ref::<crate::ops::conv::ConvGrad>()?;
+    // The grouping, from the node's group count: ungrouped; depthwise
+    // (one input and one output channel per group, so a tile of channels
+    // is a depthwise convolution of its own, its group count its
+    // channels); or any other (a channel multiplier, groups of several
+    // channels), whose channels stay whole, since a tile of them would cut
+    // a group, and whose tiles' ops keep the node's group count. The
+    // input channels are X's, or ConvGradX's dX's (it has no X).
+    let xc = if n.op_type == "ConvGradX" {
+        outs_ty(0)
+    } else {
+        x
+    };
+    let cin = xc?.shape.get(1).copied()?;
+    let ungrouped = cg.group == 1;
+    let dw = cg.group > 1 && cin == cg.group && dy.shape[1] == cg.group;
+    let grouped = !ungrouped && !dw;
+    // (kernel, stride, pad before) along the rows.
     let kh = w
         .map(|w| w.shape[2])
         .or_else(|| outs_ty(0).map(|t| t.shape[2]))?;
