@@ -1160,7 +1160,10 @@ pub fn squeak(
         }
         // `stop` may improve the pass's placement as well as `best` (solve
         // runs an ejection slice on one of them); the run goes on from the
-        // pass's own.
+        // pass's own (squeaked from the sliced placement instead, 40
+        // random-like instances of 40k-100k buffers, one thread, 1.5M
+        // nodes: summed excess over the bound 938 -> 1,600 (1e-4), above
+        // 1.01 on 2 -> 6).
         let mut this = (pk, off.clone());
         let halt = best.0 <= lb || stop(n as u64, &mut this, best);
         if this.0 < best.0 {
