@@ -1068,18 +1068,9 @@ fn attr_space(
     if let Some(sl) = op.downcast_ref::<Slice>() {
         let x = ins.first().copied().flatten()?;
         let rx = x.shape.len();
-        let axes: Vec<i64> = match &sl.attr {
-            Some((starts, _, axes)) => axes
-                .clone()
-                .unwrap_or_else(|| (0..starts.len() as i64).collect()),
-            None => match n.inputs.get(3).copied().flatten() {
-                Some(t) => g.constants.get(&t)?.to_i64(),
-                None => (0..ins.get(1).copied().flatten()?.numel() as i64).collect(),
-            },
-        };
         let mut sliced = vec![false; rx];
-        for a in axes {
-            sliced[norm(a, rx)?] = true;
+        for a in sl.sliced_axes(&g.op_inputs(&n.inputs)).ok()? {
+            sliced[a] = true;
         }
         if rx != r {
             return None;

@@ -278,10 +278,13 @@ pub struct Slice {
     pub attr: Option<SliceAttrs>,
 }
 
+/// Slice's starts, ends, axes (as given, before normalising) and steps.
+type SliceParams = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
+
 impl Slice {
-    fn plan(&self, inputs: &[Option<OpInput<'_>>]) -> Result<Strided, OpError> {
-        let x = req(inputs, 0)?.ty;
-        let r = x.shape.len();
+    /// The parameters from the attributes (opset 1) or the constant inputs,
+    /// axes and steps defaulted, all of one length.
+    fn params(&self, inputs: &[Option<OpInput<'_>>]) -> Result<SliceParams, OpError> {
         let get = |i: usize, w: &str| -> Result<Option<Vec<i64>>, OpError> {
             Ok(const_input(inputs, i, w)?.map(|t| t.to_i64()))
         };
@@ -303,6 +306,21 @@ impl Slice {
             ends.len() == starts.len() && axes.len() == starts.len() && steps.len() == starts.len(),
             "Slice: starts {starts:?}, ends {ends:?}, axes {axes:?}, steps {steps:?} differ in length"
         );
+        Ok((starts, ends, axes, steps))
+    }
+
+    /// The axes of X that the node slices, normalised (the tiler keeps
+    /// them whole in every tile).
+    pub fn sliced_axes(&self, inputs: &[Option<OpInput<'_>>]) -> Result<Vec<usize>, OpError> {
+        let r = req(inputs, 0)?.ty.shape.len();
+        let (_, _, axes, _) = self.params(inputs)?;
+        axes.into_iter().map(|a| norm_axis(a, r)).collect()
+    }
+
+    fn plan(&self, inputs: &[Option<OpInput<'_>>]) -> Result<Strided, OpError> {
+        let x = req(inputs, 0)?.ty;
+        let r = x.shape.len();
+        let (starts, ends, axes, steps) = self.params(inputs)?;
         let st = istrides(&x.shape);
         let mut p = Strided {
             dims: x.shape.clone(),
