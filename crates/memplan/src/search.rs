@@ -743,7 +743,7 @@ fn climb_rungs(
             let d = if r < 2 { &mut *fwd } else { &mut *bwd };
             let kept = d.cap;
             d.cap = target;
-            d.set_order(k.v0);
+            d.set_order(k.v0, false);
             d.mode = (r % 2) ^ k.flip as u32;
             d.level = d.mode == 1 && k.tight;
             d.begin_run(2 * k.base);
@@ -1089,7 +1089,6 @@ fn run_skyline_one(
         {
             d.best = o.best.clone();
         }
-        d.set_order(r / 4 + v0);
         // Alternate the branching strategies (one is lucky where the other
         // is not; see `Sky::pick_well`).
         // When the goal is a perfect packing (some section has no slack at
@@ -1162,6 +1161,9 @@ fn run_skyline_one(
         if probe {
             d.cap = target;
         }
+        // The order variant, perturbed more widely where the run's cap
+        // leaves slack in every section (see `Sky::set_order`).
+        d.set_order(r / 4 + v0, d.tight_sections(d.cap) == 0);
         let budget = base.saturating_mul(luby(r as u64 + 1));
         d.begin_run(if probe && target > goal {
             budget.saturating_mul(mid_budget)

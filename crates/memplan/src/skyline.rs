@@ -526,18 +526,38 @@ impl Sky {
             halt: None,
             halted: false,
         };
-        sky.set_order(0);
+        sky.set_order(0, false);
         sky
     }
 
     /// Order in which the buffers starting in one section are tried.
     /// Variant 0: longer first, then larger; 1: larger first, then longer;
     /// 2: larger area first; above that one of those with a deterministic
-    /// random perturbation (for restarts).
-    pub fn set_order(&mut self, variant: u32) {
+    /// random perturbation (for restarts): a rank moves past up to 3
+    /// others, or, in a `roomy` run (its cap leaves slack in every
+    /// section), past up to half of all buffers.
+    ///
+    /// Why the wider perturbation where there is room: with slack the
+    /// three orders' choices are not forced, and restarts that only swap
+    /// neighbours retry nearly the same dives. On 64 windows of D, I and J
+    /// (`cli::windows_of`; minimising, one thread, 2M nodes, order
+    /// variants 0-2) the summed excess over the bounds went 28,826 ->
+    /// 23,801 (1e-4), 84 -> 87 of 192 at the bound and 108 -> 124 within
+    /// 1.01 (a quarter of all buffers, all and four times all: 25,244,
+    /// 24,273 and 25,118). D and J at 3M nodes, order variants 0-5, mean:
+    /// 1034.5 -> 1016.0 and 1021.8 -> 1012.3 units (1 KiB). Fits of the 64
+    /// windows at 1.02 of their bound within 2M nodes: 19 -> 9 failed (at
+    /// 1.04, 6 -> 4). J's own fit at its capacity is one of the unlucky
+    /// ones: it succeeds at run 84 instead of 61 on one thread, in 0.5-0.7
+    /// s instead of 0.36 on two. Where the cap is a perfect packing (some
+    /// section without slack) the orders are forced, and the wide
+    /// perturbation kept I from fitting at its capacity in 2 s: there it
+    /// stays at 3.
+    pub fn set_order(&mut self, variant: u32, roomy: bool) {
         let n = self.size.len();
         let len = |i: usize| (self.span[i].1 - self.span[i].0) as u64;
         let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(variant as u64 + 1) | 1;
+        let spread = if roomy { (n as u64 / 2).max(4) } else { 4 };
         let noise: Vec<u64> = (0..n)
             .map(|_| {
                 x ^= x << 13;
@@ -546,7 +566,7 @@ impl Sky {
                 if variant < 3 {
                     0
                 } else {
-                    x % 4
+                    x % spread
                 }
             })
             .collect();
@@ -561,7 +581,7 @@ impl Sky {
                 ids.sort_by_key(|&i| (std::cmp::Reverse(self.size[i] as u128 * len(i) as u128), i))
             }
         }
-        // Perturb ranks a little: a rank may move past up to 3 neighbours.
+        // Perturb the ranks (see above).
         let mut ranked: Vec<(usize, usize)> = ids
             .iter()
             .enumerate()
