@@ -998,7 +998,8 @@ fn run_skyline_one(
     // branching mode; numbered apart they cycle through both, as a fit's
     // runs do, and on 64 windows of D, I and J (`cli::windows_of`; one
     // thread, 2M nodes, order variants 0-2) the summed excess over the
-    // bounds went 28,826 -> 31,341 (1e-4).
+    // bounds went 28,826 -> 31,341 (1e-4; measured before the wider
+    // restarts of `Sky::set_order`, which brought it to 23,801).
     let mut goal_run = 0u32;
     // The halfway probes' lower end: the goal, or the last target that a
     // halfway probe failed to reach within its budget (see `target`).
