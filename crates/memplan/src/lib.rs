@@ -16,8 +16,10 @@
 //! buffers). What
 //! always runs is `O(n log n)` or bounded: validation, the lower bound,
 //! the attempt to build the overlap graph (stopped at 8M pairs), and the
-//! start-time sweep (first fit, about 0.07 s at 100,000 buffers) above
-//! [`LARGE`] buffers, where it is the start, or when the portfolio's first
+//! start-time sweep (first fit, 0.07-0.2 s at 100,000 buffers) above
+//! [`LARGE`] buffers, where it is the start (made on a thread of its own
+//! beside the first pass when minimising on two threads with half a
+//! second left), or when the portfolio's first
 //! pass is cut short or the overlap graph is too large to build, so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
@@ -410,6 +412,11 @@ struct Worker {
     best: greedy::Best,
     /// Whether one of its passes has ended (see [`squeak_workers`]).
     passed: std::cell::Cell<bool>,
+    /// Whether it makes the start-time sweep before its passes (the
+    /// solve's start, on a thread of its own while another worker's first
+    /// pass runs), and then that start's peak.
+    sweeps: bool,
+    swept: Option<u64>,
 }
 
 impl Worker {
@@ -420,6 +427,8 @@ impl Worker {
             slices: eject::Slices::with_seed(seed),
             best,
             passed: Default::default(),
+            sweeps: false,
+            swept: None,
         }
     }
 }
@@ -443,6 +452,19 @@ fn squeak_workers(
 ) -> greedy::Best {
     let reached = AtomicBool::new(false);
     let work = |w: &mut Worker| {
+        if w.sweeps {
+            w.sweeps = false;
+            let off = greedy::sweep_place(p);
+            let pk = check::peak_of(p, &off);
+            w.swept = Some(pk);
+            if pk < w.best.0 {
+                w.best = (pk, off);
+            }
+            if w.best.0 <= goal {
+                reached.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
         let passed = &w.passed;
         let cut = || {
             let end = if passed.get() { rounds } else { deadline };
@@ -535,21 +557,43 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // it, the bound reached 0.3-1.0 s sooner; from 1,000 to 5,000 buffers,
     // where the portfolio is cheaper, the same peaks on 27 own instances,
     // the bound mostly reached sooner without it).
-    let mut offsets = if p.buffers.len() > LARGE {
-        greedy::sweep_place(p)
-    } else {
-        greedy::portfolio_until(p, &mut || time_up())
-    };
-    let mut peak = check::peak_of(p, &offsets);
-    let start_peak = peak;
-    let mut squeaker = None;
+    let large = p.buffers.len() > LARGE;
     let minimize = opts.minimize || p.capacity.is_none();
     let fits = |peak: u64| p.capacity.is_none_or(|c| peak <= c);
     // What the improvement works towards: the bound when minimising, any
     // placement within the capacity when fitting (a fit that the greedy
     // start or a pass already meets returns at once).
     let goal = if minimize { lb } else { p.capacity.unwrap() };
-    if p.buffers.len() > LARGE && peak > goal && lb <= goal && !time_up() {
+    // On two threads or more, a large minimisation with half a second
+    // left makes the start-time sweep on the second worker's thread while
+    // the first worker's first pass runs (see `Worker::sweeps`): the sweep
+    // takes 0.13-0.20 s at 100,000 buffers, during which the other core
+    // idled (somas_like(100000, 3) on two threads: at its bound in
+    // 0.24-0.30 s, was 0.30-0.37 s, five runs each). Otherwise the sweep
+    // comes first, as
+    // on one thread: building the workers' index before it made 50 ms
+    // limits on 100,000 buffers return 40-80 ms later, and fits that the
+    // sweep meets (at 1.3 x the bound) 20-60 ms later.
+    let sweep_aside = large
+        && minimize
+        && opts.threads >= 2
+        && deadline.at.saturating_duration_since(Instant::now()) >= Duration::from_millis(500);
+    let mut offsets = if sweep_aside {
+        Vec::new()
+    } else if large {
+        greedy::sweep_place(p)
+    } else {
+        greedy::portfolio_until(p, &mut || time_up())
+    };
+    // No placement yet: a peak above any real one (those stay below 2^62).
+    let mut peak = if sweep_aside {
+        u64::MAX
+    } else {
+        check::peak_of(p, &offsets)
+    };
+    let mut start_peak = peak;
+    let mut squeaker = None;
+    if large && peak > goal && lb <= goal && !time_up() {
         // Large instances: squeaky-wheel passes first, an ejection-chain
         // slice after each (a pass is charged to the node budget as one
         // node per buffer, a slice as one per `ENTRIES_PER_NODE` entries it
@@ -560,14 +604,28 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                 .workers
                 .into_iter()
                 .enumerate()
-                .map(|(k, runs)| Worker::new(runs, k as u64, (peak, offsets.clone())))
+                .map(|(k, runs)| {
+                    let mut w = Worker::new(runs, k as u64, (peak, offsets.clone()));
+                    w.sweeps = sweep_aside && k == 1;
+                    w
+                })
                 .collect();
             (s.how, workers)
         });
         if let Some((how, workers)) = &mut squeaker {
             (peak, offsets) =
                 squeak_workers(p, how, workers, (&rounds, &deadline), (lb, goal), true);
+            if let Some(swept) = workers.iter().find_map(|w| w.swept) {
+                start_peak = swept;
+            }
         }
+    }
+    if peak == u64::MAX {
+        // The sweep was left to a worker that did not run (the time was
+        // up first).
+        offsets = greedy::sweep_place(p);
+        peak = check::peak_of(p, &offsets);
+        start_peak = peak;
     }
     let mut proven = lb;
 
@@ -749,6 +807,39 @@ mod tests {
             let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true);
             assert_eq!(best, (lower.peak, lower.offsets.clone()));
         }
+    }
+
+    /// On two threads the second worker of a minimisation makes the
+    /// start-time sweep (the solve's start) before its passes: with no
+    /// time left for any pass, the solve goes on with that sweep, and its
+    /// peak is the start's.
+    #[test]
+    fn the_sweeping_worker_provides_the_start() {
+        let (p, lb, start) = large_start();
+        let s = greedy::Squeaker::new(&p, 2, &mut || false).unwrap();
+        let mut workers: Vec<Worker> = s
+            .workers
+            .into_iter()
+            .map(|runs| Worker::new(runs, 0, (u64::MAX, Vec::new())))
+            .collect();
+        workers[1].sweeps = true;
+        let passed = Deadline::new(Instant::now(), None);
+        let both = (&passed, &passed);
+        let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true);
+        assert_eq!(best, start);
+        assert_eq!(workers[1].swept, Some(start.0));
+        assert!(!workers[1].sweeps, "the sweep is made once");
+        // A minimisation on two threads with a second to go takes this
+        // path: it ends no higher than the sweep, with a valid placement.
+        let opts = Options {
+            minimize: true,
+            time_limit: Duration::from_secs(1),
+            threads: 2,
+            node_limit: None,
+        };
+        let sol = solve(&p, &opts).unwrap();
+        assert!(sol.peak <= start.0);
+        assert_eq!(check(&p, &sol.offsets).unwrap(), sol.peak);
     }
 
     /// A random-like instance above [`LARGE`], its bound and its start-time
