@@ -816,16 +816,11 @@ mod tests {
     #[test]
     fn the_sweeping_worker_provides_the_start() {
         let (p, lb, start) = large_start();
-        let s = greedy::Squeaker::new(&p, 2, &mut || false).unwrap();
-        let mut workers: Vec<Worker> = s
-            .workers
-            .into_iter()
-            .map(|runs| Worker::new(runs, 0, (u64::MAX, Vec::new())))
-            .collect();
+        let (how, mut workers) = workers_from(&p, 2, (u64::MAX, Vec::new()));
         workers[1].sweeps = true;
         let passed = Deadline::new(Instant::now(), None);
         let both = (&passed, &passed);
-        let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true);
+        let best = squeak_workers(&p, &how, &mut workers, both, (lb, lb), true);
         assert_eq!(best, start);
         assert_eq!(workers[1].swept, Some(start.0));
         assert!(!workers[1].sweeps, "the sweep is made once");
@@ -840,6 +835,17 @@ mod tests {
         let sol = solve(&p, &opts).unwrap();
         assert!(sol.peak <= start.0);
         assert_eq!(check(&p, &sol.offsets).unwrap(), sol.peak);
+    }
+
+    /// `n` workers of a large solve of `p`, each from `best`, and their index.
+    fn workers_from(p: &Problem, n: usize, best: greedy::Best) -> (greedy::Index, Vec<Worker>) {
+        let s = greedy::Squeaker::new(p, n, &mut || false).unwrap();
+        let workers = s
+            .workers
+            .into_iter()
+            .map(|runs| Worker::new(runs, 0, best.clone()))
+            .collect();
+        (s.how, workers)
     }
 
     /// A random-like instance above [`LARGE`], its bound and its start-time
@@ -857,18 +863,13 @@ mod tests {
     #[test]
     fn the_end_of_the_rounds_lets_a_first_pass_finish() {
         let (p, lb, start) = large_start();
-        let s = greedy::Squeaker::new(&p, 1, &mut || false).unwrap();
-        let mut workers: Vec<Worker> = s
-            .workers
-            .into_iter()
-            .map(|runs| Worker::new(runs, 0, start.clone()))
-            .collect();
+        let (how, mut workers) = workers_from(&p, 1, start.clone());
         let later = Instant::now() + Duration::from_secs(600);
         let deadline = Deadline::new(later, Some(u64::MAX / 2));
         let rounds = deadline.until(Instant::now());
         let best = squeak_workers(
             &p,
-            &s.how,
+            &how,
             &mut workers,
             (&rounds, &deadline),
             (lb, lb),
