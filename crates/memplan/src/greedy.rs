@@ -906,8 +906,9 @@ pub const CUT_WORK: u64 = 1 << 18;
 /// placements, calling `cut` after every [`CUT_WORK`] entries scanned.
 /// Every block keeps its entries sorted by offset (and by top among equal
 /// offsets, but where an entry took in the one above it: the gaps depend
-/// on the offsets alone), so a first fit reads the ranges that overlap the next buffer in time in offset order
-/// by merging the blocks it is live in ([`Merge::gap`]): no sorting, and it
+/// on the offsets alone), so a first fit reads the ranges that overlap
+/// the next buffer in time in offset order by merging the blocks it is
+/// live in ([`Merge::gap`]): no sorting, and it
 /// stops at the first gap that holds the buffer. A first-fit LoadDesc
 /// pass, in CPU seconds: random-like 100k 0.59 -> 0.22, somas-like 50k
 /// 0.83 -> 0.18 (sorting was half of a pass).

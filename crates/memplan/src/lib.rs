@@ -570,10 +570,9 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // takes 0.13-0.20 s at 100,000 buffers, during which the other core
     // idled (somas_like(100000, 3) on two threads: at its bound in
     // 0.24-0.30 s, was 0.30-0.37 s, five runs each). Otherwise the sweep
-    // comes first, as
-    // on one thread: building the workers' index before it made 50 ms
-    // limits on 100,000 buffers return 40-80 ms later, and fits that the
-    // sweep meets (at 1.3 x the bound) 20-60 ms later.
+    // comes first, as on one thread: building the workers' index before
+    // it made 50 ms limits on 100,000 buffers return 40-80 ms later, and
+    // fits that the sweep meets (at 1.3 x the bound) 20-60 ms later.
     let sweep_aside = large
         && minimize
         && opts.threads >= 2
