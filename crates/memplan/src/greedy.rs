@@ -10,6 +10,8 @@
 //! start-time-ordered pass that needs no graph.
 
 use crate::{align_up, Problem};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Above this many time-overlapping pairs the graph is not built.
 pub const EDGE_LIMIT: usize = 8_000_000;
@@ -679,6 +681,13 @@ pub struct Runs {
     /// Per start: its run's last order and placement (`None`: not begun,
     /// or its last pass was cut).
     runs: Vec<Option<(Vec<usize>, Vec<u64>)>>,
+    /// An index of this worker's own, used instead of the shared one,
+    /// and the flag its trial watches (see [`Squeaker::new`]).
+    own: Option<(Index, Arc<AtomicBool>)>,
+    /// Whether a pass over `own` has ended (its trial is over).
+    proven: bool,
+    /// Set after this worker's every pass (to end the trials it races).
+    passed: Option<Arc<AtomicBool>>,
     t0: std::time::Instant,
 }
 
@@ -696,12 +705,11 @@ impl Squeaker {
         } else {
             EDGE_LIMIT
         };
-        let how = match graph_within(p, limit) {
+        let graph = graph_within(p, limit);
+        let too_large = graph.is_none();
+        let how = match graph {
             Some(g) if g.adj.len().saturating_mul(8) > n.saturating_mul(n) => Index::Dense,
             Some(g) => Index::Graph(g),
-            // The scan sorts nothing: up to here it beats the buckets
-            // (training_like(30000): at the bound in 0.7 s, against 1.0038
-            // after 2 s with buckets).
             None if n <= DENSE_SCAN_LIMIT => Index::Dense,
             None => Index::Buckets(Buckets::new(p)),
         };
@@ -721,15 +729,37 @@ impl Squeaker {
             .collect();
         let k = workers.clamp(1, starts.len());
         let t0 = std::time::Instant::now();
-        let workers = heads[..k]
+        let mut workers: Vec<Runs> = heads[..k]
             .iter()
             .map(|&h| {
                 let mut starts = starts.clone();
                 starts.rotate_left(h);
                 let runs = vec![None; starts.len()];
-                Runs { starts, runs, t0 }
+                Runs {
+                    starts,
+                    runs,
+                    own: None,
+                    proven: false,
+                    passed: None,
+                    t0,
+                }
             })
             .collect();
+        // Where the scan stands in for a graph too large, the buckets are
+        // often much faster (training-like 30k: its first pass, which
+        // reaches the bound, 0.7 s -> 0.12 s) but sometimes much slower
+        // (long-lived buffers: no bucketed pass ended in 2 s at 20k, where
+        // a scan takes 0.33 s), and which one wins depends on the order
+        // too (somas_pangu_2.6B: LoadDesc 70 ms over buckets against 160
+        // ms scanned, PeakFirst 400 against 180). So the second worker
+        // (from LoadDesc) tries buckets, racing the first worker's scan:
+        // if the first ends a pass before the second ends one over the
+        // buckets, the second drops that pass and scans from then on.
+        if matches!(how, Index::Dense) && too_large && k > 1 && !cut() {
+            let flag = Arc::new(AtomicBool::new(false));
+            workers[0].passed = Some(flag.clone());
+            workers[1].own = Some((Index::Buckets(Buckets::new(p)), flag));
+        }
         (!cut()).then_some(Squeaker { how, workers })
     }
 }
@@ -752,7 +782,8 @@ impl Runs {
     ) -> bool {
         let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
         let mut halted = false;
-        for k in 0..self.starts.len() {
+        let mut k = 0;
+        while k < self.starts.len() {
             let (o, bf) = self.starts[k];
             let (ord, off) = match self.runs[k].take() {
                 Some((ord, off)) => (ord, Some(off)),
@@ -766,28 +797,52 @@ impl Runs {
                     (ord, None)
                 }
             };
-            let mut passes = 0;
+            let passes = std::cell::Cell::new(0);
             let t0 = self.t0;
+            let rival = self.own.as_ref().filter(|_| !self.proven);
+            // The run as it was, to take up again if the trial is lost.
+            let again = rival.and_then(|_| Some((ord.clone(), off.clone()?)));
+            let mut lost = false;
             self.runs[k] = squeak(
                 p,
-                how,
+                self.own.as_ref().map_or(how, |o| &o.0),
                 (ord, off),
                 bf,
                 lb,
                 best,
                 |w, this, best| {
                     if dbg {
-                        eprintln!("squeak {o:?} {bf} pass {passes} at {:?}", t0.elapsed());
+                        eprintln!(
+                            "squeak {o:?} {bf} pass {} at {:?}",
+                            passes.get(),
+                            t0.elapsed()
+                        );
                     }
-                    passes += 1;
+                    passes.set(passes.get() + 1);
+                    if let Some(f) = &self.passed {
+                        f.store(true, Ordering::Relaxed);
+                    }
                     halted = stop(w, this, best);
-                    halted || passes >= SQUEAK_PASSES
+                    halted || passes.get() >= SQUEAK_PASSES
                 },
-                cut,
+                &mut || {
+                    lost = passes.get() == 0 && rival.is_some_and(|r| r.1.load(Ordering::Relaxed));
+                    lost || cut()
+                },
             );
+            self.proven |= passes.get() > 0;
             if halted || cut() || best.0 <= lb {
                 return false;
             }
+            if lost {
+                if dbg {
+                    eprintln!("squeak {o:?} {bf}: the scan ended a pass first, scanning");
+                }
+                self.own = None;
+                self.runs[k] = again;
+                continue;
+            }
+            k += 1;
         }
         true
     }
@@ -1240,6 +1295,52 @@ mod tests {
             assert_eq!(s.workers.len(), got, "{asked} workers asked");
         }
         assert!(Squeaker::new(&graph, 2, &mut || true).is_none());
+    }
+
+    /// Where the scan stands in for a graph too large, the second worker
+    /// tries buckets: it keeps them if its first pass over them ends
+    /// before the first worker ends one, and else drops that pass and
+    /// scans; the first pass, over either index, places as a scan does.
+    #[test]
+    fn the_bucket_trial_is_kept_when_won_and_dropped_when_lost() {
+        // More overlapping pairs than EDGE_LIMIT, and a bucketed pass
+        // reads many times CUT_WORK entries, so a trial can be cut.
+        let p = crate::cli::long_lived(8000, 1);
+        let (o, bf) = (Order::LoadDesc, false);
+        let scanned = place_dense(&p, &order(&p, o), bf);
+        for lost in [false, true] {
+            let mut s = Squeaker::new(&p, 2, &mut || false).unwrap();
+            assert!(matches!(s.how, Index::Dense));
+            assert!(s.workers[0].own.is_none());
+            assert!(matches!(s.workers[1].own, Some((Index::Buckets(_), _))));
+            assert_eq!(s.workers[1].starts[0], (o, bf));
+            if lost {
+                // The first worker has ended a pass.
+                s.workers[0]
+                    .passed
+                    .as_ref()
+                    .unwrap()
+                    .store(true, Ordering::Relaxed);
+            }
+            let w = &mut s.workers[1];
+            let mut best = (u64::MAX, Vec::new());
+            let mut first = None;
+            w.round(
+                &p,
+                &s.how,
+                0,
+                &mut best,
+                &mut |_, this, _| {
+                    first = Some(this.1.clone());
+                    true
+                },
+                &mut || false,
+            );
+            assert_eq!(w.own.is_none(), lost, "lost: {lost}");
+            assert!(w.proven);
+            assert_eq!(first.as_ref(), Some(&scanned), "lost: {lost}");
+            check::check(&p, &best.1).unwrap();
+        }
     }
 
     #[test]
