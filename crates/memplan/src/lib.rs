@@ -35,7 +35,8 @@
 //! bytes per buffer for the ejection chains' time index (32 entries of 4
 //! bytes, and 9 bytes of state), plus about 250 bytes per buffer for each
 //! further worker of the large-instance improvement (its runs, time index
-//! and best placement; two workers: random_instance(100000) 35 -> 58 MB,
+//! and best placement, and for the second up to 30,000 buffers its own
+//! time buckets, 12 bytes per buffer; two workers: random_instance(100000) 35 -> 58 MB,
 //! somas_like(100000) 29 -> 45 MB resident; a bucketed pass keeps one
 //! 32-byte entry per buffer and time block it is kept in, two for most,
 //! at most 32 for the longest-lived: 100,000 buffers each live for
@@ -54,7 +55,11 @@
 //! (`POLISH_SHARE`). It runs
 //! one worker per thread (`Options::threads`, at most one per starting
 //! order), each from a different first order, with its own ejection
-//! slices, and the first to reach the goal stops the others. After
+//! slices, and the first to reach the goal stops the others (up to
+//! 30,000 buffers where the graph is too large, the first scans the
+//! placed buffers and the second tries time buckets, keeping them if its
+//! first pass over them ends before the first worker ends one; see
+//! `greedy::Squeaker::new`). After
 //! every pass an ejection-chain slice (`eject.rs`) works on the pass's
 //! own placement, a fresh start (on the best placement instead when the
 //! pass is the best or repeats the previous pass's peak; the lower of the
