@@ -766,7 +766,9 @@ impl Squeaker {
 
 impl Runs {
     /// Up to [`SQUEAK_PASSES`] more passes of every start's run, in turn,
-    /// improving `best` (peak, offsets); `how` is the [`Squeaker`]'s index.
+    /// improving `best` (peak, offsets); `how` is the [`Squeaker`]'s index
+    /// (used unless the worker has its own; a pass that loses the trial of
+    /// its own is dropped and the start runs again over `how`).
     /// `stop` is called after every pass as in [`squeak`] (`solve` runs
     /// ejection-chain slices there); `cut` is checked within passes (every
     /// [`CUT_EVERY`] buffers) and drops the pass it stops. `false` once
