@@ -681,11 +681,11 @@ pub struct Runs {
     /// Per start: its run's last order and placement (`None`: not begun,
     /// or its last pass was cut).
     runs: Vec<Option<(Vec<usize>, Vec<u64>)>>,
-    /// An index of this worker's own, used instead of the shared one,
-    /// and the flag its trial watches (see [`Squeaker::new`]).
-    own: Option<(Index, Arc<AtomicBool>)>,
-    /// Whether a pass over `own` has ended (its trial is over).
-    proven: bool,
+    /// An index of this worker's own, used instead of the shared one.
+    own: Option<Index>,
+    /// While `own` is on trial (see [`Squeaker::new`]), the flag that the
+    /// worker it races sets when it ends a pass.
+    trial: Option<Arc<AtomicBool>>,
     /// Set after this worker's every pass (to end the trials it races).
     passed: Option<Arc<AtomicBool>>,
     t0: std::time::Instant,
@@ -739,7 +739,7 @@ impl Squeaker {
                     starts,
                     runs,
                     own: None,
-                    proven: false,
+                    trial: None,
                     passed: None,
                     t0,
                 }
@@ -758,7 +758,8 @@ impl Squeaker {
         if matches!(how, Index::Dense) && too_large && k > 1 && !cut() {
             let flag = Arc::new(AtomicBool::new(false));
             workers[0].passed = Some(flag.clone());
-            workers[1].own = Some((Index::Buckets(Buckets::new(p)), flag));
+            workers[1].own = Some(Index::Buckets(Buckets::new(p)));
+            workers[1].trial = Some(flag);
         }
         (!cut()).then_some(Squeaker { how, workers })
     }
@@ -801,13 +802,11 @@ impl Runs {
             };
             let passes = std::cell::Cell::new(0);
             let t0 = self.t0;
-            let rival = self.own.as_ref().filter(|_| !self.proven);
-            // The run as it was, to take up again if the trial is lost.
-            let again = rival.and_then(|_| Some((ord.clone(), off.clone()?)));
+            let trial = self.trial.as_deref();
             let mut lost = false;
             self.runs[k] = squeak(
                 p,
-                self.own.as_ref().map_or(how, |o| &o.0),
+                self.own.as_ref().unwrap_or(how),
                 (ord, off),
                 bf,
                 lb,
@@ -828,11 +827,13 @@ impl Runs {
                     halted || passes.get() >= SQUEAK_PASSES
                 },
                 &mut || {
-                    lost = passes.get() == 0 && rival.is_some_and(|r| r.1.load(Ordering::Relaxed));
+                    lost = passes.get() == 0 && trial.is_some_and(|f| f.load(Ordering::Relaxed));
                     lost || cut()
                 },
             );
-            self.proven |= passes.get() > 0;
+            if passes.get() > 0 {
+                self.trial = None;
+            }
             if halted || cut() || best.0 <= lb {
                 return false;
             }
@@ -840,8 +841,9 @@ impl Runs {
                 if dbg {
                     eprintln!("squeak {o:?} {bf}: the scan ended a pass first, scanning");
                 }
-                self.own = None;
-                self.runs[k] = again;
+                // The trial ends at the first pass over `own`, of a start
+                // not begun: it begins again, over `how`.
+                (self.own, self.trial) = (None, None);
                 continue;
             }
             k += 1;
@@ -1314,7 +1316,8 @@ mod tests {
             let mut s = Squeaker::new(&p, 2, &mut || false).unwrap();
             assert!(matches!(s.how, Index::Dense));
             assert!(s.workers[0].own.is_none());
-            assert!(matches!(s.workers[1].own, Some((Index::Buckets(_), _))));
+            assert!(matches!(s.workers[1].own, Some(Index::Buckets(_))));
+            assert!(s.workers[1].trial.is_some());
             assert_eq!(s.workers[1].starts[0], (o, bf));
             if lost {
                 // The first worker has ended a pass.
@@ -1339,7 +1342,7 @@ mod tests {
                 &mut || false,
             );
             assert_eq!(w.own.is_none(), lost, "lost: {lost}");
-            assert!(w.proven);
+            assert!(w.trial.is_none(), "a pass ended the trial");
             assert_eq!(first.as_ref(), Some(&scanned), "lost: {lost}");
             check::check(&p, &best.1).unwrap();
         }
