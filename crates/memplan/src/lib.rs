@@ -36,7 +36,8 @@
 //! bytes, and 9 bytes of state), plus about 250 bytes per buffer for each
 //! further worker of the large-instance improvement (its runs, time index
 //! and best placement, and for the second up to 30,000 buffers its own
-//! time buckets, 12 bytes per buffer; two workers: random_instance(100000) 35 -> 58 MB,
+//! time buckets, 12 bytes per buffer; two workers:
+//! random_instance(100000) 35 -> 58 MB,
 //! somas_like(100000) 29 -> 45 MB resident; a bucketed pass keeps one
 //! 32-byte entry per buffer and time block it is kept in, two for most,
 //! at most 32 for the longest-lived: 100,000 buffers each live for
@@ -1038,9 +1039,9 @@ mod tests {
     /// A large instance whose one group is beyond the exact search and
     /// whose first squeaky-wheel round ends above the bound: with budget
     /// left, the runs go on where they stopped (they used to return with
-    /// the rest of the budget unused, the same peak for any budget). Seed 3:
-    /// seed 1 now stalls at one peak from 300,000 nodes on, where its
-    /// ejection chains reach what its passes lead to within the first.
+    /// the rest of the budget unused, the same peak for any budget). Seed 3,
+    /// because seed 1 now reaches its last peak within 300,000 nodes, so
+    /// no budget above that can lower it.
     #[test]
     fn large_instances_spend_the_budget_left() {
         let p = cli::random_instance(6000, 3);
