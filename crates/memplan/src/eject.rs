@@ -344,6 +344,8 @@ pub(crate) struct Slices {
     share: u64,
     /// The peak of the last pass's placement [`Slices::after_pass`] saw.
     last_pass: u64,
+    /// `step` and `share` of [`Slices::slice_aside`], kept apart.
+    aside: (u64, u64),
 }
 
 impl Slices {
@@ -378,6 +380,25 @@ impl Slices {
         } else {
             self.slice(p, best, bounds, stop)
         }
+    }
+
+    /// A slice as [`Slices::slice`], on the same index, with a target step
+    /// and a work share of its own: slices on one placement (the best,
+    /// between the passes that another thread makes) do not change what
+    /// the slices on the passes' placements aim at and spend.
+    pub(crate) fn slice_aside(
+        &mut self,
+        p: &Problem,
+        best: &mut (u64, Vec<u64>),
+        bounds: (u64, u64),
+        stop: &mut dyn FnMut() -> bool,
+    ) -> u64 {
+        std::mem::swap(&mut self.step, &mut self.aside.0);
+        std::mem::swap(&mut self.share, &mut self.aside.1);
+        let e = self.slice(p, best, bounds, stop);
+        std::mem::swap(&mut self.step, &mut self.aside.0);
+        std::mem::swap(&mut self.share, &mut self.aside.1);
+        e
     }
 
     /// One slice on `best` (peak, offsets), lowering its peak towards the

@@ -60,7 +60,10 @@
 //! 30,000 buffers where the graph is too large, the first scans the
 //! placed buffers and the second tries time buckets, keeping them if its
 //! first pass over them ends before the first worker ends one; see
-//! `greedy::Squeaker::new`). After
+//! `greedy::Squeaker::new`). Above 30,000 buffers, minimising, where
+//! the setup and the first worker's first pass take more than an eighth
+//! of the rounds' time, the second thread instead slices the first
+//! worker's passes while it makes the next ones (`Pipe`). After
 //! every pass an ejection-chain slice (`eject.rs`) works on the pass's
 //! own placement, a fresh start (on the best placement instead when the
 //! pass is the best or repeats the previous pass's peak; the lower of the
@@ -95,8 +98,8 @@ mod skyline;
 pub use bound::lower_bound;
 pub use check::{check, CheckError};
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// One buffer to place.
@@ -439,6 +442,98 @@ impl Worker {
     }
 }
 
+/// How the second thread of a large minimisation works: on a squeaky-wheel
+/// run of its own (from another start), or slicing the first worker's
+/// passes, so that the first worker makes its next pass while the last
+/// one is sliced instead of after it (its run goes on from each pass's
+/// own placement, not the sliced one, so no pass waits for a slice).
+/// Decided when the first worker's first pass ends: the second thread
+/// slices when fewer than [`PIPE_STEPS`] passes the length of that one
+/// (counted from the solve's start, setup included) fit in the rounds'
+/// time. A run needs several passes with their slices to get low
+/// (random-like 100k seed 27 from LoadDesc, one thread: 1.0320 of the
+/// bound after its fourth pass and slice, 1.0028 after its eighth), and
+/// at 100,000 buffers and 2 s each of two runs makes four or five.
+/// Random-like instances, 2 s on two threads, paired runs of the binaries
+/// before and after, summed excess over the bound (1e-4): 100k seeds
+/// 1-30, two runs: 1,817 -> 1,090 and 1,855 -> 1,105, above 1.01 on 7 -> 3
+/// and 6 -> 4, the worst 1.0402 -> 1.0162 both times; seeds 31-60: 2,423 ->
+/// 2,225 and 2,493 -> 2,217, above 1.01 on 8 -> 8 and 9 -> 8. 80k seeds
+/// 1-10 (piped too): 167 -> 152. Slicing at every size instead lost where
+/// passes are short (40k seeds 1-10: 148 -> 341; 60k 265 -> 220; 80k 205
+/// -> 209): where the first pass ends within an eighth of the time, each
+/// of two runs makes enough passes, and two runs find more than one run
+/// at twice the pace.
+struct Pipe {
+    /// [`Pipe::OPEN`] until decided, then [`Pipe::ON`] or [`Pipe::OFF`].
+    state: AtomicU8,
+    /// When the solve began.
+    start: Instant,
+    /// The first worker's latest pass placement, until the second takes
+    /// it (one that comes before the last was taken replaces it).
+    latest: Mutex<Option<greedy::Best>>,
+}
+
+/// Passes of the first pass's length that the rounds' time must hold for
+/// the second thread to run passes of its own (see [`Pipe`]).
+const PIPE_STEPS: u32 = 8;
+
+impl Pipe {
+    const OPEN: u8 = 0;
+    const ON: u8 = 1;
+    const OFF: u8 = 2;
+
+    fn new(start: Instant, open: bool) -> Pipe {
+        Pipe {
+            state: AtomicU8::new(if open { Pipe::OPEN } else { Pipe::OFF }),
+            start,
+            latest: Mutex::new(None),
+        }
+    }
+
+    fn is(&self, state: u8) -> bool {
+        self.state.load(Ordering::Relaxed) == state
+    }
+
+    /// At the end of the first worker's first pass, `now`: whether fewer
+    /// than [`PIPE_STEPS`] such passes fit before `rounds_end`.
+    fn decide(&self, now: Instant, rounds_end: Instant) {
+        let first = now.saturating_duration_since(self.start);
+        let span = rounds_end.saturating_duration_since(self.start);
+        let on = first * PIPE_STEPS > span;
+        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+            eprintln!(
+                "first pass ended at {first:?} of {span:?}: the second thread {}",
+                if on {
+                    "slices its passes"
+                } else {
+                    "runs its own"
+                }
+            );
+        }
+        let state = if on { Pipe::ON } else { Pipe::OFF };
+        let _ =
+            self.state
+                .compare_exchange(Pipe::OPEN, state, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Leave `pass` for the second thread (replacing one it has not taken).
+    fn post(&self, pass: &greedy::Best) {
+        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(pass.clone());
+    }
+
+    fn take(&self) -> Option<greedy::Best> {
+        self.latest.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn waiting(&self) -> bool {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+}
+
 /// Squeaky-wheel rounds with ejection slices (see [`after_pass`]), each
 /// worker on a thread of its own when there are several (one round each
 /// when `once`, else rounds until the goal, the end of the `rounds` time
@@ -446,8 +541,10 @@ impl Worker {
 /// No pass starts after `rounds` ends, and the end cuts one under way,
 /// except a worker's first, which may run on to `deadline` (the first
 /// pass on 100k somas-like buffers takes about 0.25 s and often reaches
-/// the bound, more on a loaded machine). Returns the lowest of the
-/// workers' best placements (the first worker's on a tie).
+/// the bound, more on a loaded machine). With a `pipe` the second worker
+/// may slice the first one's passes instead of running its own (see
+/// [`Pipe`]). Returns the lowest of the workers' best placements (the
+/// first worker's on a tie).
 fn squeak_workers(
     p: &Problem,
     how: &greedy::Index,
@@ -455,9 +552,14 @@ fn squeak_workers(
     (rounds, deadline): (&Deadline, &Deadline),
     (floor, goal): (u64, u64),
     once: bool,
+    pipe: Option<&Pipe>,
 ) -> greedy::Best {
+    let pipe = pipe.filter(|_| workers.len() >= 2);
     let reached = AtomicBool::new(false);
-    let work = |w: &mut Worker| {
+    // The first worker's rounds have ended (its slicer then stops).
+    let ended = AtomicBool::new(false);
+    let piped = |k: usize| k == 1 && pipe.is_some_and(|x| x.is(Pipe::ON));
+    let work = |k: usize, w: &mut Worker| {
         if w.sweeps {
             w.sweeps = false;
             let off = greedy::sweep_place(p);
@@ -471,14 +573,26 @@ fn squeak_workers(
                 return;
             }
         }
+        if piped(k) {
+            return;
+        }
         let passed = &w.passed;
         let cut = || {
             let end = if passed.get() { rounds } else { deadline };
-            reached.load(Ordering::Relaxed) || Instant::now() >= end.at
+            reached.load(Ordering::Relaxed) || Instant::now() >= end.at || piped(k)
         };
         loop {
             let mut stop = |n, this: &mut greedy::Best, best: &mut greedy::Best| {
                 passed.set(true);
+                if let Some(pipe) = pipe.filter(|_| k == 0) {
+                    if pipe.is(Pipe::OPEN) {
+                        pipe.decide(Instant::now(), rounds.at);
+                    }
+                    if pipe.is(Pipe::ON) {
+                        pipe.post(this);
+                        return rounds.passed(n) || cut() || best.0.min(this.0) <= goal;
+                    }
+                }
                 after_pass(
                     p,
                     &mut w.slices,
@@ -500,12 +614,63 @@ fn squeak_workers(
             }
         }
     };
+    // The second worker, once the first one's passes come to it: slices
+    // each new pass's placement as `after_pass` would (a fresh one that
+    // is not the best, else the best), and the best (aside) while it
+    // waits for the next.
+    let slice_passes = |w: &mut Worker, pipe: &Pipe| {
+        let end = || reached.load(Ordering::Relaxed) || Instant::now() >= rounds.at;
+        let mut last_pass = None;
+        while !end() {
+            let work = if let Some(mut this) = pipe.take() {
+                let fresh = last_pass != Some(this.0);
+                last_pass = Some(this.0);
+                if fresh && this.0 > w.best.0 {
+                    let e = w.slices.slice(p, &mut this, (floor, goal), &mut || end());
+                    if this.0 < w.best.0 {
+                        w.best = this;
+                    }
+                    e
+                } else {
+                    if this.0 < w.best.0 {
+                        w.best = this;
+                    }
+                    w.slices.slice(p, &mut w.best, (floor, goal), &mut || end())
+                }
+            } else if ended.load(Ordering::Relaxed) {
+                break;
+            } else if w.best.1.is_empty() {
+                // No placement yet (the sweep was left to the others).
+                std::thread::sleep(Duration::from_millis(1));
+                0
+            } else {
+                w.slices
+                    .slice_aside(p, &mut w.best, (floor, goal), &mut || {
+                        end() || pipe.waiting() || ended.load(Ordering::Relaxed)
+                    })
+            };
+            if w.best.0 <= goal {
+                reached.store(true, Ordering::Relaxed);
+            }
+            if rounds.passed(work / eject::ENTRIES_PER_NODE) {
+                break;
+            }
+        }
+    };
     if let [w] = workers {
-        work(w);
+        work(0, w);
     } else {
         std::thread::scope(|sc| {
-            for w in workers.iter_mut() {
-                sc.spawn(|| work(w));
+            for (k, w) in workers.iter_mut().enumerate() {
+                let (work, ended, slice_passes) = (&work, &ended, &slice_passes);
+                sc.spawn(move || {
+                    work(k, w);
+                    if k == 0 {
+                        ended.store(true, Ordering::Relaxed);
+                    } else if piped(k) {
+                        slice_passes(w, pipe.expect("piped"));
+                    }
+                });
             }
         });
     }
@@ -527,7 +692,10 @@ fn squeak_workers(
 const POLISH_SHARE: u32 = 10;
 
 /// Ejection-chain slices on `best`, towards `floor` until `goal`, until
-/// the deadline or the node budget (charged as in [`after_pass`]).
+/// the deadline or the node budget (charged as in [`after_pass`]). On one
+/// thread: a second thread polishing too, on the same placement or on the
+/// other worker's best, changed nothing beyond noise (random-like 100k
+/// seeds 1-30, 2 s: summed excess 1,698 and 1,718 against 1,743).
 fn polish(
     p: &Problem,
     slices: &mut eject::Slices,
@@ -598,6 +766,13 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     };
     let mut start_peak = peak;
     let mut squeaker = None;
+    // Whether the second thread may slice the first worker's passes (see
+    // `Pipe`); up to `DENSE_SCAN_LIMIT` buffers it races time buckets
+    // against the first worker's scan instead (`greedy::Squeaker::new`).
+    let pipe = Pipe::new(
+        start,
+        sweep_aside && p.buffers.len() > greedy::DENSE_SCAN_LIMIT,
+    );
     if large && peak > goal && lb <= goal && !time_up() {
         // Large instances: squeaky-wheel passes first, an ejection-chain
         // slice after each (a pass is charged to the node budget as one
@@ -618,8 +793,15 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
             (s.how, workers)
         });
         if let Some((how, workers)) = &mut squeaker {
-            (peak, offsets) =
-                squeak_workers(p, how, workers, (&rounds, &deadline), (lb, goal), true);
+            (peak, offsets) = squeak_workers(
+                p,
+                how,
+                workers,
+                (&rounds, &deadline),
+                (lb, goal),
+                true,
+                Some(&pipe),
+            );
             if let Some(swept) = workers.iter().find_map(|w| w.swept) {
                 start_peak = swept;
             }
@@ -685,14 +867,28 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
                     w.best = (peak, offsets.clone());
                 }
             }
-            let best = squeak_workers(p, how, workers, (&rounds, &deadline), bounds, false);
+            let best = squeak_workers(
+                p,
+                how,
+                workers,
+                (&rounds, &deadline),
+                bounds,
+                false,
+                Some(&pipe),
+            );
             if best.0 < peak {
                 (peak, offsets) = best;
             }
         }
         if unmet(peak) {
             let mut best = (peak, offsets);
-            polish(p, &mut workers[0].slices, &mut best, &deadline, bounds);
+            // The slices that have worked on the passes' placements.
+            let slices = if pipe.is(Pipe::ON) {
+                &mut workers[1].slices
+            } else {
+                &mut workers[0].slices
+            };
+            polish(p, slices, &mut best, &deadline, bounds);
             (peak, offsets) = best;
         }
     }
@@ -809,9 +1005,66 @@ mod tests {
                 .collect();
             let passed = Deadline::new(Instant::now(), None);
             let both = (&passed, &passed);
-            let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true);
+            let best = squeak_workers(&p, &s.how, &mut workers, both, (lb, lb), true, None);
             assert_eq!(best, (lower.peak, lower.offsets.clone()));
         }
+    }
+
+    /// The second thread slices the first worker's passes when fewer than
+    /// `PIPE_STEPS` passes as long as the first (counted from the solve's
+    /// start) fit in the rounds, and the decision is made once.
+    #[test]
+    fn the_pipe_opens_when_few_passes_fit() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(8);
+        let decided = |first_ms: u64| {
+            let pipe = Pipe::new(t0, true);
+            pipe.decide(t0 + Duration::from_millis(first_ms), end);
+            pipe.decide(t0, end);
+            pipe.is(Pipe::ON)
+        };
+        assert!(!decided(900), "8 passes of 0.9 s fit in 8 s");
+        assert!(!decided(1000), "exactly 8 fit");
+        assert!(decided(1001), "fewer than 8 fit");
+        let closed = Pipe::new(t0, false);
+        closed.decide(t0 + Duration::from_secs(7), end);
+        assert!(closed.is(Pipe::OFF), "a pipe not opened stays off");
+    }
+
+    /// With the pipe on, the second worker runs no pass of its own: it
+    /// slices the first worker's, and what it lowers is kept.
+    #[test]
+    fn the_piped_worker_slices_the_first_workers_passes() {
+        // Passes from its starts end above its bound (`large_start`'s
+        // reach it).
+        let p = cli::random_instance(6000, 9);
+        let lb = lower_bound(&p);
+        let start = greedy::sweep_place(&p);
+        let start = (check::peak_of(&p, &start), start);
+        let (how, mut workers) = workers_from(&p, 2, start);
+        let pipe = Pipe::new(Instant::now(), true);
+        pipe.state.store(Pipe::ON, Ordering::Relaxed);
+        let later = Instant::now() + Duration::from_secs(600);
+        let deadline = Deadline::new(later, Some(400_000));
+        let best = squeak_workers(
+            &p,
+            &how,
+            &mut workers,
+            (&deadline, &deadline),
+            (lb, lb),
+            true,
+            Some(&pipe),
+        );
+        assert!(workers[0].passed.get(), "the first worker made passes");
+        assert!(!workers[1].passed.get(), "the second made none");
+        assert_eq!(check(&p, &best.1).unwrap(), best.0);
+        assert!(
+            best.0 < workers[0].best.0,
+            "the slices lowered the passes' best, {} -> {}",
+            workers[0].best.0,
+            best.0
+        );
+        assert_eq!(best, workers[1].best);
     }
 
     /// On two threads the second worker of a minimisation makes the
@@ -825,7 +1078,7 @@ mod tests {
         workers[1].sweeps = true;
         let passed = Deadline::new(Instant::now(), None);
         let both = (&passed, &passed);
-        let best = squeak_workers(&p, &how, &mut workers, both, (lb, lb), true);
+        let best = squeak_workers(&p, &how, &mut workers, both, (lb, lb), true, None);
         assert_eq!(best, start);
         assert_eq!(workers[1].swept, Some(start.0));
         assert!(!workers[1].sweeps, "the sweep is made once");
@@ -879,6 +1132,7 @@ mod tests {
             (&rounds, &deadline),
             (lb, lb),
             false,
+            None,
         );
         assert!(workers[0].passed.get(), "the first pass ended");
         assert!(best.0 < start.0, "{} -> {}", start.0, best.0);
