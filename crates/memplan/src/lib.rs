@@ -470,7 +470,7 @@ struct Pipe {
     /// When the solve began.
     start: Instant,
     /// The first worker's latest pass placement, until the second takes
-    /// it (one that comes before the last was taken replaces it).
+    /// it (a newer one replaces it if it has not been taken).
     latest: Mutex<Option<greedy::Best>>,
 }
 
@@ -517,20 +517,23 @@ impl Pipe {
                 .compare_exchange(Pipe::OPEN, state, Ordering::Relaxed, Ordering::Relaxed);
     }
 
+    /// The waiting placement (a thread that panicked holding the lock
+    /// left a whole placement or none: `post` and `take` only swap it).
+    fn latest(&self) -> std::sync::MutexGuard<'_, Option<greedy::Best>> {
+        self.latest.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Leave `pass` for the second thread (replacing one it has not taken).
     fn post(&self, pass: &greedy::Best) {
-        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(pass.clone());
+        *self.latest() = Some(pass.clone());
     }
 
     fn take(&self) -> Option<greedy::Best> {
-        self.latest.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.latest().take()
     }
 
     fn waiting(&self) -> bool {
-        self.latest
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.latest().is_some()
     }
 }
 
@@ -615,28 +618,24 @@ fn squeak_workers(
         }
     };
     // The second worker, once the first one's passes come to it: slices
-    // each new pass's placement as `after_pass` would (a fresh one that
-    // is not the best, else the best), and the best (aside) while it
-    // waits for the next.
+    // each new pass's placement as a worker slices its own
+    // (`eject::Slices::after_pass`, with the pass the best if it is lower,
+    // as `greedy::squeak` makes it before its `stop`), and the best
+    // (aside) while it waits for the next.
     let slice_passes = |w: &mut Worker, pipe: &Pipe| {
         let end = || reached.load(Ordering::Relaxed) || Instant::now() >= rounds.at;
-        let mut last_pass = None;
         while !end() {
             let work = if let Some(mut this) = pipe.take() {
-                let fresh = last_pass != Some(this.0);
-                last_pass = Some(this.0);
-                if fresh && this.0 > w.best.0 {
-                    let e = w.slices.slice(p, &mut this, (floor, goal), &mut || end());
-                    if this.0 < w.best.0 {
-                        w.best = this;
-                    }
-                    e
-                } else {
-                    if this.0 < w.best.0 {
-                        w.best = this;
-                    }
-                    w.slices.slice(p, &mut w.best, (floor, goal), &mut || end())
+                if this.0 < w.best.0 {
+                    w.best = this.clone();
                 }
+                let e = w
+                    .slices
+                    .after_pass(p, &mut this, &mut w.best, (floor, goal), &mut || end());
+                if this.0 < w.best.0 {
+                    w.best = this;
+                }
+                e
             } else if ended.load(Ordering::Relaxed) {
                 break;
             } else if w.best.1.is_empty() {
