@@ -141,6 +141,25 @@ pub fn long_lived(n: usize, seed: u64) -> crate::Problem {
     }
 }
 
+/// Stream-like instance: buffer `i` starts at step `i` and lives 1 to
+/// 5,000 steps, 1 B-4 KiB, so about 2,500 are live at once and every step
+/// frees and allocates in the middle of them (a stress case for the
+/// greedy starts: a first fit leaves slivers that a best fit avoids).
+pub fn stream_like(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let buffers = (0..n)
+        .map(|i| {
+            let lower = i as u64;
+            let len = 1 + r.below(5000);
+            crate::Buffer::new(i.to_string(), lower, lower + len, 1 + r.below(4096))
+        })
+        .collect();
+    crate::Problem {
+        buffers,
+        capacity: None,
+    }
+}
+
 /// Training-like workload of about `n` buffers: a chain of layers whose
 /// forward activations live until the matching backward step, with weights
 /// and optimizer state live throughout, short-lived temporaries and

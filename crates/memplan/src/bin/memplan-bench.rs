@@ -341,7 +341,7 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 }
 
 /// Solve one instance (a CSV path, `gen:KIND:N:SEED` for a generated
-/// one, KIND somas, training, random or long, see `memplan::cli`, or
+/// one, KIND somas, training, random, long or stream, see `memplan::cli`, or
 /// `win:FROM:TO:PATH` for a window of a CSV's instance) and print its
 /// row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
@@ -372,7 +372,8 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>)
             "training" => cli::training_like(n, seed),
             "random" => cli::random_instance(n, seed),
             "long" => cli::long_lived(n, seed),
-            k => panic!("no generator {k:?}: somas, training, random or long"),
+            "stream" => cli::stream_like(n, seed),
+            k => panic!("no generator {k:?}: somas, training, random, long or stream"),
         };
         (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
     } else {
