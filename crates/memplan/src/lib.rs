@@ -423,7 +423,7 @@ struct Worker {
     passed: std::cell::Cell<bool>,
     /// Whether it makes the start-time sweeps before its passes (the
     /// solve's start, on a thread of its own while another worker's first
-    /// pass runs: first fit, then best fit when time allows), and then the
+    /// pass runs: first fit, then snug fit when time allows), and then the
     /// lower of their peaks.
     sweeps: bool,
     swept: Option<u64>,
@@ -569,25 +569,25 @@ fn squeak_workers(
             let t0 = Instant::now();
             let mut off = greedy::sweep_place(p);
             let mut pk = check::peak_of(p, &off);
-            // The best-fit sweep as well, while the time left holds two
+            // The snug-fit sweep as well, while the time left holds two
             // more sweeps: on long, widely overlapping lifetimes it starts
-            // the run 4-6 % lower (see `greedy::sweep_place_best_fit`).
+            // the run 5-7 % lower (see `greedy::sweep_place_snug`).
             let took = t0.elapsed();
             if pk > goal
                 && !reached.load(Ordering::Relaxed)
                 && rounds.at.saturating_duration_since(Instant::now()) > 2 * took
             {
                 // Cut short when the other worker reaches the goal first
-                // (somas-like 100k: its first pass does, and waiting for
-                // this sweep made the solve 20-30 ms slower).
+                // (somas-like 100k: its first pass does, while this sweep
+                // runs).
                 let mut cut = || reached.load(Ordering::Relaxed) || Instant::now() >= rounds.at;
-                if let Some(bf) = greedy::sweep_place_best_fit_until(p, &mut cut) {
-                    let bpk = check::peak_of(p, &bf);
+                if let Some(snug) = greedy::sweep_place_snug_until(p, &mut cut) {
+                    let spk = check::peak_of(p, &snug);
                     if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-                        eprintln!("start-time sweeps: first fit {pk}, best fit {bpk}");
+                        eprintln!("start-time sweeps: first fit {pk}, snug fit {spk}");
                     }
-                    if bpk < pk {
-                        (pk, off) = (bpk, bf);
+                    if spk < pk {
+                        (pk, off) = (spk, snug);
                     }
                 }
             }
@@ -1119,20 +1119,20 @@ mod tests {
     }
 
     /// With time left for more sweeps, the sweeping worker makes the
-    /// best-fit sweep after the first-fit one and starts from the lower of
-    /// the two (on long, widely overlapping lifetimes the best fit).
+    /// snug-fit sweep after the first-fit one and starts from the lower of
+    /// the two (on long, widely overlapping lifetimes the snug fit).
     #[test]
     fn the_sweeping_worker_keeps_the_lower_of_its_fits() {
         let p = cli::long_lived(LARGE + 1000, 1);
         let lb = lower_bound(&p);
         let ff = check::peak_of(&p, &greedy::sweep_place(&p));
-        let bf = check::peak_of(&p, &greedy::sweep_place_best_fit(&p));
-        assert!(bf < ff, "best fit {bf} below first fit {ff}");
+        let snug = check::peak_of(&p, &greedy::sweep_place_snug(&p));
+        assert!(snug < ff, "snug fit {snug} below first fit {ff}");
         let (how, mut workers) = workers_from(&p, 2, (u64::MAX, Vec::new()));
         workers[1].sweeps = true;
         // Rounds that end by their node budget, long before their time
-        // (the first worker's pass ends at 1.083 of the bound, above both
-        // sweeps: first fit 1.086, best fit 1.051).
+        // (the first worker's pass ends at 1.083 of the bound, between
+        // the sweeps: first fit 1.086, snug fit 1.046).
         let later = Instant::now() + Duration::from_secs(600);
         let rounds = Deadline::new(later, Some(1));
         let best = squeak_workers(
@@ -1144,8 +1144,8 @@ mod tests {
             true,
             None,
         );
-        assert_eq!(workers[1].swept, Some(bf));
-        assert!(best.0 <= bf);
+        assert_eq!(workers[1].swept, Some(snug));
+        assert!(best.0 <= snug);
         assert_eq!(check(&p, &best.1).unwrap(), best.0);
     }
 
