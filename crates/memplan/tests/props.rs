@@ -124,6 +124,15 @@ proptest! {
         prop_assert!(below.is_err());
     }
 
+    /// Both start-time sweeps (first fit, snug fit) place every buffer
+    /// validly: with a fixed buffer by a scan of the live ones, without
+    /// (the strategy leaves most instances free of one) over their gaps.
+    #[test]
+    fn start_time_sweeps_are_valid(p in instance(40)) {
+        check(&p, &greedy::sweep_place(&p)).unwrap();
+        check(&p, &greedy::sweep_place_snug(&p)).unwrap();
+    }
+
     #[test]
     fn solutions_valid_and_never_worse_than_greedy(p in instance(40)) {
         let g = greedy::portfolio(&p);
