@@ -19,7 +19,9 @@
 //! start-time sweep (first fit, 0.07-0.2 s at 100,000 buffers) above
 //! [`LARGE`] buffers, where it is the start (made on a thread of its own
 //! beside the first pass when minimising on two threads with half a
-//! second left), or when the portfolio's first
+//! second left, followed there by a snug-fit sweep while the time left
+//! holds two more sweeps, cut at the rounds' end), or when the
+//! portfolio's first
 //! pass is cut short or the overlap graph is too large to build, so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
