@@ -378,13 +378,14 @@ pub fn sweep_place(p: &Problem) -> Vec<u64> {
 /// the space freed by the one that dies sooner; the top only when no gap
 /// holds it. Where many buffers live long and overlap widely a first fit
 /// leaves slivers under the top that no later buffer fills: of the load
-/// bound, `cli::stream_like(100000, s)` seeds 1, 2: 1.0298, 1.0276 against
-/// the first fit's 1.0949, 1.0920 (a plain best fit, the tightest gap at
-/// its bottom: 1.0417, 1.0441); `cli::long_lived(100000, s)`: 1.0104,
-/// 1.0104 against 1.0737, 1.0733 (best fit 1.0127, 1.0126). Where
-/// lifetimes are short it is as often worse as better than the first fit
-/// (`cli::random_instance(20000, s)`, seeds 1, 2: 1.249, 1.167 against
-/// 1.192, 1.165), so it is a second start, not the first.
+/// bound, `cli::stream_like(100000, s)` seeds 1, 2: 1.0307, 1.0288
+/// against the first fit's 1.0949, 1.0965 (a plain best fit, the
+/// tightest gap at its bottom: 1.0417, 1.0441); `cli::long_lived(100000,
+/// s)`: 1.0104, 1.0104 against 1.0737, 1.0733 (best fit 1.0127, 1.0126).
+/// Where lifetimes are short it is sometimes worse, sometimes better
+/// than the first fit (`cli::random_instance`: 20,000 buffers seed 1
+/// 1.2494 against 1.1923, seed 2 1.1668 against 1.1667; 100,000 seed 1
+/// 1.1258 against 1.1584), so it is a second start, not the first.
 pub fn sweep_place_snug(p: &Problem) -> Vec<u64> {
     sweep_until(p, true, &mut || false).expect("never cut")
 }
@@ -392,10 +393,12 @@ pub fn sweep_place_snug(p: &Problem) -> Vec<u64> {
 /// How much a snug fit weighs the match of a neighbour's end against the
 /// room left over: a gap whose neighbour ends with the buffer may leave
 /// 0.1 of its size more room than one whose neighbours end a lifetime
-/// away or more (stream-like and long-lived instances of 20,000 buffers,
-/// seeds 1 and 2, of the load bound: 0.03: 1.0323, 1.0332, 1.0096, 1.0099
-/// at 100,000; 0.1: 1.0273, 1.0276, 1.0187, 1.0155; 0.3: 1.0259, 1.0288,
-/// 1.0218, 1.0158; 1: 1.0264, 1.0264, 1.0271, 1.0216, measured uncapped).
+/// away or more. Of the load bound, stream-like seeds 1, 2 then
+/// long-lived seeds 1, 2, measured before the distance was capped at one
+/// lifetime: at 20,000 buffers, 0.1: 1.0272, 1.0261, 1.0187, 1.0155; 0.3:
+/// 1.0259, 1.0288, 1.0218, 1.0158; 1: 1.0264, 1.0264, 1.0271, 1.0216; 3:
+/// 1.0275, 1.0261, 1.0334, 1.0268; at 100,000, 0.03: 1.0323, 1.0332,
+/// 1.0096, 1.0099 against 0.1's 1.0298, 1.0276, 1.0104, 1.0104.
 pub const SNUG_END_WEIGHT: f64 = 0.1;
 
 /// [`sweep_place_snug`], or `None` once `cut` says to stop (asked every
