@@ -367,7 +367,7 @@ fn place_dense_cut(
 /// of one size class instead of a scan of the live set
 /// (`sweep_place_scan`, which this places exactly like).
 pub fn sweep_place(p: &Problem) -> Vec<u64> {
-    sweep(p, false)
+    sweep_until(p, false, &mut || false).expect("never cut")
 }
 
 /// [`sweep_place`] with a snug fit: each buffer goes to the free gap
@@ -408,10 +408,6 @@ pub(crate) fn sweep_place_snug_until(
     cut: &mut dyn FnMut() -> bool,
 ) -> Option<Vec<u64>> {
     sweep_until(p, true, cut)
-}
-
-fn sweep(p: &Problem, snug: bool) -> Vec<u64> {
-    sweep_until(p, snug, &mut || false).expect("never cut")
 }
 
 /// A snug fit's score of the gap `[s, e)` for a buffer of `size` bytes
@@ -492,19 +488,17 @@ struct Gaps {
     by_len: Option<std::collections::BTreeSet<(u64, u64)>>,
     /// End of the highest range (everything above is free).
     top: u64,
-    /// Ranges taken, per end: their start and end time (lets `free` find
-    /// the highest range left, and a snug fit the range below a gap).
-    taken: std::collections::BTreeMap<u64, (u64, u64)>,
-    /// Ranges taken, per start: their end time (snug fit only: the range
-    /// above a gap).
-    starts: Option<std::collections::HashMap<u64, u64>>,
+    /// Ranges taken, per end: their buffer's end time (lets `free` find
+    /// the highest range left, and a snug fit the ranges beside a gap:
+    /// the one that ends at its start, and the one above, the first to end
+    /// after its end, since no range overlaps a gap).
+    taken: std::collections::BTreeMap<u64, u64>,
 }
 
 impl Gaps {
     fn new(snug: bool) -> Gaps {
         Gaps {
             by_len: snug.then(Default::default),
-            starts: snug.then(Default::default),
             ..Gaps::default()
         }
     }
@@ -547,7 +541,6 @@ impl Gaps {
     fn snug_fit(&self, size: u64, align: u64, (upper, dur): (u64, u64)) -> u64 {
         let align = align.max(1);
         let by_len = self.by_len.as_ref().expect("a snug-fit gap set");
-        let starts = self.starts.as_ref().expect("a snug-fit start map");
         let mut best: Option<(f64, u64, u64)> = None; // (score, gap start, offset)
         for &(len, s) in by_len.range((size, 0)..) {
             if let Some((score, _, _)) = best {
@@ -557,8 +550,12 @@ impl Gaps {
                 }
             }
             let e = s + len;
-            let below = self.taken.get(&s).map_or(u64::MAX, |r| r.1);
-            let above = starts[&e];
+            let below = self.taken.get(&s).copied().unwrap_or(u64::MAX);
+            let (_, &above) = self
+                .taken
+                .range(e + 1..)
+                .next()
+                .expect("a range above a gap");
             let Some((score, at)) = snug_score((s, e), (below, above), (size, align), (upper, dur))
             else {
                 continue;
@@ -598,10 +595,7 @@ impl Gaps {
     /// [`first_fit`](Self::first_fit) or [`snug_fit`](Self::snug_fit)
     /// result).
     fn take(&mut self, o: u64, t: u64, upper: u64) {
-        self.taken.insert(t, (o, upper));
-        if let Some(starts) = &mut self.starts {
-            starts.insert(o, upper);
-        }
+        self.taken.insert(t, upper);
         if o >= self.top {
             self.add(self.top, o);
             self.top = t;
@@ -617,9 +611,6 @@ impl Gaps {
     /// beside it, or lowering the top when it was the highest range.
     fn free(&mut self, o: u64, t: u64) {
         self.taken.remove(&t);
-        if let Some(starts) = &mut self.starts {
-            starts.remove(&o);
-        }
         if t == self.top {
             // Free from the highest range left up: at most the one gap
             // that ended at `o` lies above it, and is no gap any more.
