@@ -16,12 +16,13 @@
 //! buffers). What
 //! always runs is `O(n log n)` or bounded: validation, the lower bound,
 //! the attempt to build the overlap graph (stopped at 8M pairs), and the
-//! start-time sweep (first fit, 0.07-0.2 s at 100,000 buffers) above
-//! [`LARGE`] buffers, where it is the start (made on a thread of its own
-//! beside the first pass when minimising on two threads with half a
-//! second left, followed there by a snug-fit sweep while the time left
-//! holds two more sweeps, cut at the rounds' end), or when the
-//! portfolio's first
+//! start above [`LARGE`] buffers: the start-time sweep (first fit,
+//! 0.07-0.2 s at 100,000 buffers), or, when minimising on two threads
+//! with half a second left, the anchored sweep
+//! ([`greedy::sweep_place_anchored`], 0.06-0.28 s), made on a thread of
+//! its own beside the first pass and followed there by other sweeps
+//! while the time left holds two more (cut at the rounds' end); the
+//! first fit also when the portfolio's first
 //! pass is cut short or the overlap graph is too large to build, so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
@@ -423,10 +424,10 @@ struct Worker {
     best: greedy::Best,
     /// Whether one of its passes has ended (see [`squeak_workers`]).
     passed: std::cell::Cell<bool>,
-    /// Whether it makes the start-time sweeps before its passes (the
-    /// solve's start, on a thread of its own while another worker's first
-    /// pass runs: first fit, then snug fit when time allows), and then the
-    /// lower of their peaks.
+    /// Whether it makes the start sweeps before its passes (the solve's
+    /// start, on a thread of its own while another worker's first pass
+    /// runs: the anchored sweep, then the other sweeps while time
+    /// allows), and then the lowest of their peaks.
     sweeps: bool,
     swept: Option<u64>,
 }
@@ -551,6 +552,24 @@ impl Pipe {
 /// may slice the first one's passes instead of running its own (see
 /// [`Pipe`]). Returns the lowest of the workers' best placements (the
 /// first worker's on a tie).
+/// How close to the bound the anchored sweep must land for the sweeping
+/// worker to try its other sweeps (`squeak_workers`): there the sweeps
+/// are the run (long-lived and stream-like instances, anchored at
+/// 1.005-1.033 of the bound at 100,000 buffers, whose passes are slow and
+/// end higher); further above, the passes and their ejection slices do
+/// better, and the slicing thread is better off starting on them
+/// (random-like 100k, anchored at 1.05-1.24, its slices reach 1.00-1.04).
+/// Paired 2 s runs of random-like 100k seeds 1-30 against the sweeps
+/// before (first fit, then snug fit): with the extra sweeps made there
+/// too, 9 ended higher and 3 lower by over 5e-4 of the bound (seed 2
+/// 1.0168 against 1.0058), summed excess over the bounds 1,705 (1e-4)
+/// against 1,339; without them, 7 higher and 5 lower, 1,812 against
+/// 1,999 (a run's noise: the same binary summed 1,339-2,133).
+const SWEEPS_WITHIN: f64 = 1.04;
+
+/// A sweep that a cut may stop (`None`).
+type Sweep = fn(&Problem, &mut dyn FnMut() -> bool) -> Option<Vec<u64>>;
+
 fn squeak_workers(
     p: &Problem,
     how: &greedy::Index,
@@ -569,28 +588,47 @@ fn squeak_workers(
         if w.sweeps {
             w.sweeps = false;
             let t0 = Instant::now();
-            let mut off = greedy::sweep_place(p);
+            // The anchored sweep, out from the time of the largest load
+            // (`greedy::sweep_place_anchored`): of the load bound at
+            // 100,000 buffers, somas- and training-like seeds 1-3 at
+            // 1.0000-1.0038 where the first-fit sweep's were 1.0029-1.0169,
+            // and long-lived at 1.0051-1.0086 (first fit 1.069-1.074).
+            let mut off = greedy::sweep_place_anchored(p);
             let mut pk = check::peak_of(p, &off);
-            // The snug-fit sweep as well, while the time left holds two
-            // more sweeps: on long, widely overlapping lifetimes it starts
-            // the run 5-7 % lower (see `greedy::sweep_place_snug`).
+            // Then, where it is within `SWEEPS_WITHIN` of the bound and
+            // while the time left holds two more sweeps, the other stacks
+            // and the snug-fit sweep from the start (each lowest on some
+            // instances, by a few tenths of a percent), cut short when
+            // the other worker reaches the goal first.
             let took = t0.elapsed();
-            if pk > goal
-                && !reached.load(Ordering::Relaxed)
-                && rounds.at.saturating_duration_since(Instant::now()) > 2 * took
-            {
-                // Cut short when the other worker reaches the goal first
-                // (somas-like 100k: its first pass does, while this sweep
-                // runs).
+            let near = pk as f64 <= SWEEPS_WITHIN * floor as f64;
+            let more: [(&str, Sweep); 3] = [
+                ("anchored, ending", |p, cut| {
+                    greedy::sweep_place_anchored_by(p, greedy::Stack::Ending, cut)
+                }),
+                ("anchored, starting", |p, cut| {
+                    greedy::sweep_place_anchored_by(p, greedy::Stack::Starting, cut)
+                }),
+                ("snug fit", greedy::sweep_place_snug_until),
+            ];
+            for (name, sweep) in more {
+                if !near
+                    || pk <= goal
+                    || reached.load(Ordering::Relaxed)
+                    || rounds.at.saturating_duration_since(Instant::now()) <= 2 * took
+                {
+                    break;
+                }
                 let mut cut = || reached.load(Ordering::Relaxed) || Instant::now() >= rounds.at;
-                if let Some(snug) = greedy::sweep_place_snug_until(p, &mut cut) {
-                    let spk = check::peak_of(p, &snug);
-                    if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-                        eprintln!("start-time sweeps: first fit {pk}, snug fit {spk}");
-                    }
-                    if spk < pk {
-                        (pk, off) = (spk, snug);
-                    }
+                let Some(o) = sweep(p, &mut cut) else {
+                    break;
+                };
+                let opk = check::peak_of(p, &o);
+                if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+                    eprintln!("sweeps: {name} {opk} against {pk}");
+                }
+                if opk < pk {
+                    (pk, off) = (opk, o);
                 }
             }
             w.swept = Some(pk);
@@ -749,7 +787,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let lb = lower_bound(p);
     let time_up = || Instant::now() >= deadline.at;
     // Above `LARGE` the squeaky-wheel passes and ejection chains do the
-    // work, and start from the start-time sweep: the greedy portfolio's
+    // work, and start from a sweep (the crate doc): the greedy portfolio's
     // passes took up to 1 s of a 2 s limit (random 50k: 1.0 s) and their
     // best never ended a solve lower (memplan-bench --minimize --seeds 3
     // and 26 own random-like instances: the same peaks or lower without
@@ -764,7 +802,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     // start or a pass already meets returns at once).
     let goal = if minimize { lb } else { p.capacity.unwrap() };
     // On two threads or more, a large minimisation with half a second
-    // left makes the start-time sweep on the second worker's thread while
+    // left makes its start sweeps on the second worker's thread while
     // the first worker's first pass runs (see `Worker::sweeps`): the sweep
     // takes 0.13-0.20 s at 100,000 buffers, during which the other core
     // idled (somas_like(100000, 3) on two threads: at its bound in
@@ -1093,12 +1131,14 @@ mod tests {
     }
 
     /// On two threads the second worker of a minimisation makes the
-    /// start-time sweep (the solve's start) before its passes: with no
-    /// time left for any pass, the solve goes on with that sweep, and its
-    /// peak is the start's.
+    /// anchored sweep (the solve's start) before its passes: with no time
+    /// left for any pass or another sweep, the solve goes on with that
+    /// sweep, and its peak is the start's.
     #[test]
     fn the_sweeping_worker_provides_the_start() {
-        let (p, lb, start) = large_start();
+        let (p, lb, _) = large_start();
+        let anchored = greedy::sweep_place_anchored(&p);
+        let start = (check::peak_of(&p, &anchored), anchored);
         let (how, mut workers) = workers_from(&p, 2, (u64::MAX, Vec::new()));
         workers[1].sweeps = true;
         let passed = Deadline::new(Instant::now(), None);
@@ -1121,34 +1161,66 @@ mod tests {
     }
 
     /// With time left for more sweeps, the sweeping worker makes the
-    /// snug-fit sweep after the first-fit one and starts from the lower of
-    /// the two (on long, widely overlapping lifetimes the snug fit).
+    /// other stacks and the snug-fit sweep after the anchored one where
+    /// that lands within `SWEEPS_WITHIN` of the bound, and starts from the
+    /// lowest: long-lived seed 3 from the stack by start (1.0021 of the
+    /// bound, anchored 1.0055), seed 5 from the stack by end (1.0060,
+    /// anchored 1.0226). Further above it makes none: random-like seed 1
+    /// starts from its anchored sweep (1.2074) although the snug fit is
+    /// lower (1.1396).
     #[test]
-    fn the_sweeping_worker_keeps_the_lower_of_its_fits() {
-        let p = cli::long_lived(LARGE + 1000, 1);
-        let lb = lower_bound(&p);
-        let ff = check::peak_of(&p, &greedy::sweep_place(&p));
-        let snug = check::peak_of(&p, &greedy::sweep_place_snug(&p));
-        assert!(snug < ff, "snug fit {snug} below first fit {ff}");
-        let (how, mut workers) = workers_from(&p, 2, (u64::MAX, Vec::new()));
-        workers[1].sweeps = true;
-        // Rounds that end by their node budget, long before their time
-        // (the first worker's pass ends at 1.083 of the bound, between
-        // the sweeps: first fit 1.086, snug fit 1.046).
-        let later = Instant::now() + Duration::from_secs(600);
-        let rounds = Deadline::new(later, Some(1));
-        let best = squeak_workers(
-            &p,
-            &how,
-            &mut workers,
-            (&rounds, &rounds),
-            (lb, lb),
-            true,
-            None,
-        );
-        assert_eq!(workers[1].swept, Some(snug));
-        assert!(best.0 <= snug);
-        assert_eq!(check(&p, &best.1).unwrap(), best.0);
+    fn the_sweeping_worker_keeps_the_lowest_of_its_sweeps() {
+        use greedy::Stack;
+        let n = LARGE + 1000;
+        let cases = [
+            (cli::long_lived(n, 3), Some(Stack::Starting)),
+            (cli::long_lived(n, 5), Some(Stack::Ending)),
+            (cli::random_instance(n, 1), None),
+        ];
+        for (p, lowest) in cases {
+            let lb = lower_bound(&p);
+            let peak = |o: Vec<u64>| check::peak_of(&p, &o);
+            let by = |s| peak(greedy::sweep_place_anchored_by(&p, s, &mut || false).unwrap());
+            let anchored = by(Stack::Nearer);
+            let others = [
+                by(Stack::Ending),
+                by(Stack::Starting),
+                peak(greedy::sweep_place_snug(&p)),
+            ];
+            let want = match lowest {
+                Some(s) => {
+                    assert!((anchored as f64) < SWEEPS_WITHIN * lb as f64);
+                    assert_eq!(others.iter().min(), Some(&by(s)));
+                    by(s)
+                }
+                None => {
+                    assert!(anchored as f64 > SWEEPS_WITHIN * lb as f64);
+                    anchored
+                }
+            };
+            assert!(
+                others.iter().any(|&o| o < anchored),
+                "{others:?} against {anchored}"
+            );
+            let (how, mut workers) = workers_from(&p, 2, (u64::MAX, Vec::new()));
+            workers[1].sweeps = true;
+            // Rounds that end by their node budget, long before their
+            // time, so the time left holds all the sweeps.
+            let later = Instant::now() + Duration::from_secs(600);
+            let rounds = Deadline::new(later, Some(1));
+            let best = squeak_workers(
+                &p,
+                &how,
+                &mut workers,
+                (&rounds, &rounds),
+                (lb, lb),
+                true,
+                None,
+            );
+            assert_eq!(workers[1].swept, Some(want));
+            assert!(best.0 <= want);
+            assert_eq!(check(&p, &best.1).unwrap(), best.0);
+        }
     }
 
     /// `n` workers of a large solve of `p`, each from `best`, and their index.

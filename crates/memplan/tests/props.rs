@@ -124,13 +124,15 @@ proptest! {
         prop_assert!(below.is_err());
     }
 
-    /// Both start-time sweeps (first fit, snug fit) place every buffer
-    /// validly: with a fixed buffer by a scan of the live ones, without
-    /// (the strategy leaves most instances free of one) over their gaps.
+    /// The start-time sweeps (first fit, snug fit) and the anchored sweep
+    /// place every buffer validly: with a fixed buffer by a scan of the
+    /// live ones, without (the strategy leaves most instances free of
+    /// one) over their gaps, the anchored one from its stack both ways.
     #[test]
     fn start_time_sweeps_are_valid(p in instance(40)) {
         check(&p, &greedy::sweep_place(&p)).unwrap();
         check(&p, &greedy::sweep_place_snug(&p)).unwrap();
+        check(&p, &greedy::sweep_place_anchored(&p)).unwrap();
     }
 
     #[test]
