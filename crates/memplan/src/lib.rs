@@ -541,17 +541,6 @@ impl Pipe {
     }
 }
 
-/// Squeaky-wheel rounds with ejection slices (see [`after_pass`]), each
-/// worker on a thread of its own when there are several (one round each
-/// when `once`, else rounds until the goal, the end of the `rounds` time
-/// or the node budget): a worker that reaches `goal` stops the others.
-/// No pass starts after `rounds` ends, and the end cuts one under way,
-/// except a worker's first, which may run on to `deadline` (the first
-/// pass on 100k somas-like buffers takes about 0.25 s and often reaches
-/// the bound, more on a loaded machine). With a `pipe` the second worker
-/// may slice the first one's passes instead of running its own (see
-/// [`Pipe`]). Returns the lowest of the workers' best placements (the
-/// first worker's on a tie).
 /// How close to the bound the anchored sweep must land for the sweeping
 /// worker to try its other sweeps (`squeak_workers`): there the sweeps
 /// are the run (long-lived and stream-like instances, anchored at
@@ -572,6 +561,17 @@ const SWEEPS_WITHIN: f64 = 1.04;
 /// A sweep that a cut may stop (`None`).
 type Sweep = fn(&Problem, &mut dyn FnMut() -> bool) -> Option<Vec<u64>>;
 
+/// Squeaky-wheel rounds with ejection slices (see [`after_pass`]), each
+/// worker on a thread of its own when there are several (one round each
+/// when `once`, else rounds until the goal, the end of the `rounds` time
+/// or the node budget): a worker that reaches `goal` stops the others.
+/// No pass starts after `rounds` ends, and the end cuts one under way,
+/// except a worker's first, which may run on to `deadline` (the first
+/// pass on 100k somas-like buffers takes about 0.25 s and often reaches
+/// the bound, more on a loaded machine). With a `pipe` the second worker
+/// may slice the first one's passes instead of running its own (see
+/// [`Pipe`]). Returns the lowest of the workers' best placements (the
+/// first worker's on a tie).
 fn squeak_workers(
     p: &Problem,
     how: &greedy::Index,
