@@ -575,27 +575,23 @@ pub fn sweep_place_anchored_by(
         off[i] = align_up(top, bs[i].alignment);
         top = off[i] + bs[i].size;
     }
-    let mut n = 0;
-    // Forward: the buffers that start after the anchor.
-    let mut order: Vec<usize> = sized().filter(|&i| bs[i].lower > at).collect();
-    order.sort_unstable_by_key(|&i| (bs[i].lower, Reverse(bs[i].size), i));
-    let live: Vec<(u64, u64, u64)> = base
-        .iter()
-        .map(|&i| (off[i], off[i] + bs[i].size, bs[i].upper))
-        .collect();
-    let span = |b: &crate::Buffer| (b.lower, b.upper);
-    sweep_from(p, (&order, &span), &live, true, (&mut n, cut), &mut off)?;
-    // Backward: the buffers that end by the anchor, in mirrored time (a
-    // lifetime `[l, u)` becomes `[m - u, m - l)`).
+    // Each side in its own time, from the anchor's instant there: forward
+    // the lifetimes as they are, backward mirrored (`[l, u)` becomes
+    // `[m - u, m - l)`, the anchor `m - 1 - at`); a side's buffers are
+    // those that start after its anchor, the stack's end its end there.
     let m = bs.iter().map(|b| b.upper).max().unwrap_or(0);
-    let mut order: Vec<usize> = sized().filter(|&i| bs[i].upper <= at).collect();
-    order.sort_unstable_by_key(|&i| (m - bs[i].upper, Reverse(bs[i].size), i));
-    let live: Vec<(u64, u64, u64)> = base
-        .iter()
-        .map(|&i| (off[i], off[i] + bs[i].size, m - bs[i].lower))
-        .collect();
-    let span = |b: &crate::Buffer| (m - b.upper, m - b.lower);
-    sweep_from(p, (&order, &span), &live, true, (&mut n, cut), &mut off)?;
+    let forward = |b: &crate::Buffer| (b.lower, b.upper);
+    let backward = |b: &crate::Buffer| (m - b.upper, m - b.lower);
+    let mut n = 0;
+    for (span, anchor) in [(&forward as Span, at), (&backward, m - 1 - at)] {
+        let mut order: Vec<usize> = sized().filter(|&i| span(&bs[i]).0 > anchor).collect();
+        order.sort_unstable_by_key(|&i| (span(&bs[i]).0, Reverse(bs[i].size), i));
+        let live: Vec<(u64, u64, u64)> = base
+            .iter()
+            .map(|&i| (off[i], off[i] + bs[i].size, span(&bs[i]).1))
+            .collect();
+        sweep_from(p, (&order, span), &live, true, (&mut n, cut), &mut off)?;
+    }
     Some(off)
 }
 

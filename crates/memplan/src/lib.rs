@@ -595,23 +595,26 @@ fn squeak_workers(
             // 100,000 buffers, somas- and training-like seeds 1-3 at
             // 1.0000-1.0038 where the first-fit sweep's were 1.0029-1.0169,
             // and long-lived at 1.0051-1.0086 (first fit 1.069-1.074).
-            let mut off = greedy::sweep_place_anchored(p);
-            let mut pk = check::peak_of(p, &off);
+            let anchored = greedy::sweep_place_anchored(p);
+            let mut start = (check::peak_of(p, &anchored), anchored);
             let took = t0.elapsed();
-            let near = pk as f64 <= SWEEPS_WITHIN * floor as f64;
+            let near = start.0 as f64 <= SWEEPS_WITHIN * floor as f64;
+            let dbg = std::env::var_os("MEMPLAN_DEBUG").is_some();
+            let keep = |name: &str, o: Vec<u64>, start: &mut greedy::Best| {
+                let pk = check::peak_of(p, &o);
+                if dbg {
+                    eprintln!("sweeps: {name} {pk} against {}", start.0);
+                }
+                if pk < start.0 {
+                    *start = (pk, o);
+                }
+            };
             // The first-fit sweep as well, uncut, unless the goal is
             // reached: the solve never ends above it, as where it is the
             // start (random-like 100k seed 2: 1.1611 of the bound,
             // anchored 1.2027).
-            if pk > goal && !reached.load(Ordering::Relaxed) {
-                let first = greedy::sweep_place(p);
-                let fpk = check::peak_of(p, &first);
-                if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-                    eprintln!("sweeps: first fit {fpk} against anchored {pk}");
-                }
-                if fpk < pk {
-                    (pk, off) = (fpk, first);
-                }
+            if start.0 > goal && !reached.load(Ordering::Relaxed) {
+                keep("first fit", greedy::sweep_place(p), &mut start);
             }
             // Then, where the anchored sweep is within `SWEEPS_WITHIN` of
             // the bound and while the time left holds two more sweeps,
@@ -629,7 +632,7 @@ fn squeak_workers(
             ];
             for (name, sweep) in more {
                 if !near
-                    || pk <= goal
+                    || start.0 <= goal
                     || reached.load(Ordering::Relaxed)
                     || rounds.at.saturating_duration_since(Instant::now()) <= 2 * took
                 {
@@ -639,17 +642,11 @@ fn squeak_workers(
                 let Some(o) = sweep(p, &mut cut) else {
                     break;
                 };
-                let opk = check::peak_of(p, &o);
-                if std::env::var_os("MEMPLAN_DEBUG").is_some() {
-                    eprintln!("sweeps: {name} {opk} against {pk}");
-                }
-                if opk < pk {
-                    (pk, off) = (opk, o);
-                }
+                keep(name, o, &mut start);
             }
-            w.swept = Some(pk);
-            if pk < w.best.0 {
-                w.best = (pk, off);
+            w.swept = Some(start.0);
+            if start.0 < w.best.0 {
+                w.best = start;
             }
             if w.best.0 <= goal {
                 reached.store(true, Ordering::Relaxed);
