@@ -158,48 +158,76 @@ pub fn order(p: &Problem, o: Order) -> Vec<usize> {
 }
 
 /// Per buffer, the largest total size live at one time during its
-/// lifetime (a sparse table of range maxima over the load per section).
-/// Loads above `u64::MAX` (only possible with absurd sizes) saturate: the
-/// result only orders buffers. (u64, not u128: half the table, random-like
-/// 100k's LoadDesc order 60 -> 35 ms.)
+/// lifetime (range maxima over the load per section, one level at a
+/// time). Loads above `u64::MAX` (only possible with absurd sizes)
+/// saturate: the result only orders buffers.
 pub fn max_load(p: &Problem) -> Vec<u64> {
     let bs = &p.buffers;
-    let mut times: Vec<u64> = bs.iter().flat_map(|b| [b.lower, b.upper]).collect();
-    times.sort_unstable();
-    times.dedup();
-    let sec = |t: u64| times.partition_point(|&x| x < t);
-    let ns = times.len().max(1);
-    let mut d = vec![0i128; ns + 1];
-    for b in bs {
-        d[sec(b.lower)] += b.size as i128;
-        d[sec(b.upper)] -= b.size as i128;
+    // The ends of the lifetimes by time (buffer `i`'s start `2i`, its end
+    // `2i + 1`); the distinct times cut time into sections, and a
+    // lifetime is the range of sections `[a, e)`.
+    let mut ev: Vec<(u64, u32)> = Vec::with_capacity(2 * bs.len());
+    for (i, b) in bs.iter().enumerate() {
+        ev.push((b.lower, 2 * i as u32));
+        ev.push((b.upper, 2 * i as u32 + 1));
     }
-    let mut load = vec![0u64; ns];
+    ev.sort_unstable();
+    let mut range = vec![(0u32, 0u32); bs.len()];
+    let mut d: Vec<i128> = Vec::new();
+    for (k, &(t, e)) in ev.iter().enumerate() {
+        if k == 0 || ev[k - 1].0 != t {
+            d.push(0);
+        }
+        let (s, b) = (d.len() - 1, &bs[e as usize / 2]);
+        if e % 2 == 0 {
+            range[e as usize / 2].0 = s as u32;
+            d[s] += b.size as i128;
+        } else {
+            range[e as usize / 2].1 = s as u32;
+            d[s] -= b.size as i128;
+        }
+    }
+    drop(ev);
     let mut run = 0i128;
-    for s in 0..ns {
-        run += d[s];
-        load[s] = run.clamp(0, u64::MAX as i128) as u64;
-    }
-    let mut table = vec![load];
-    let mut w = 1;
-    while 2 * w <= ns {
-        let prev = table.last().unwrap();
-        let next: Vec<u64> = (0..ns + 1 - 2 * w)
-            .map(|s| prev[s].max(prev[s + w]))
-            .collect();
-        table.push(next);
-        w *= 2;
-    }
-    bs.iter()
-        .map(|b| {
-            let (a, e) = (sec(b.lower), sec(b.upper));
-            if e <= a {
-                return 0;
-            }
-            let k = (usize::BITS - 1 - (e - a).leading_zeros()) as usize;
-            table[k][a].max(table[k][e - (1 << k)])
+    let mut load: Vec<u64> = d
+        .iter()
+        .map(|&x| {
+            run += x;
+            run.clamp(0, u64::MAX as i128) as u64
         })
-        .collect()
+        .collect();
+    // Range maxima level by level, in place: at level `k`, `load[s]` is
+    // the largest load of sections `s..s + 2^k`, and the lifetimes of
+    // `2^k` to `2^(k+1) - 1` sections read two of them. A table of every
+    // level (a sparse table) took 17 arrays of 1.6 MB at 100,000 buffers,
+    // each lifetime reading two of them at random, and a binary search
+    // per lifetime end found its section: random-like 100k 63-108 ms ->
+    // 19-24 ms, long-lived 52-107 -> 20-28 ms (three runs each).
+    let level =
+        |(a, e): (u32, u32)| (e > a).then(|| (u32::BITS - 1 - (e - a).leading_zeros()) as usize);
+    let mut by_level: Vec<Vec<u32>> = Vec::new();
+    for (i, &r) in range.iter().enumerate() {
+        if let Some(k) = level(r) {
+            if by_level.len() <= k {
+                by_level.resize_with(k + 1, Vec::new);
+            }
+            by_level[k].push(i as u32);
+        }
+    }
+    let mut out = vec![0u64; bs.len()];
+    for (k, ids) in by_level.iter().enumerate() {
+        if k > 0 {
+            let w = 1usize << (k - 1);
+            for s in 0..load.len().saturating_sub(2 * w - 1) {
+                load[s] = load[s].max(load[s + w]);
+            }
+        }
+        for &i in ids {
+            let (a, e) = range[i as usize];
+            out[i as usize] = load[a as usize].max(load[e as usize - (1 << k)]);
+        }
+    }
+    out
 }
 
 /// A time at which the total size live is largest (the earliest such).

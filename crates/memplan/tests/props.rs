@@ -269,3 +269,38 @@ proptest! {
         }
     }
 }
+
+/// Instances over a wider span of time than `instance`'s, with zero sizes
+/// and shared start and end times, so lifetimes cover up to a few hundred
+/// sections (several levels of `greedy::max_load`'s range maxima).
+fn wide(max_n: usize) -> impl Strategy<Value = Problem> {
+    let buf = (0u64..300, 1u64..300, 0u64..50);
+    prop::collection::vec(buf, 1..=max_n).prop_map(|v| Problem {
+        buffers: v
+            .into_iter()
+            .enumerate()
+            .map(|(i, (l, d, s))| Buffer::new(format!("b{i}"), l - l % 7, l - l % 7 + d, s))
+            .collect(),
+        capacity: None,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Every buffer's `max_load` is the largest load at any time of its
+    /// lifetime, counted time by time.
+    #[test]
+    fn max_load_is_the_largest_load_in_each_lifetime(p in wide(120)) {
+        let bs = &p.buffers;
+        let end = bs.iter().map(|b| b.upper).max().unwrap_or(0);
+        let load: Vec<u64> = (0..end)
+            .map(|t| bs.iter().filter(|b| b.lower <= t && t < b.upper).map(|b| b.size).sum())
+            .collect();
+        let m = greedy::max_load(&p);
+        for (i, b) in bs.iter().enumerate() {
+            let want = (b.lower..b.upper).map(|t| load[t as usize]).max().unwrap();
+            prop_assert_eq!(m[i], want, "buffer {} [{}, {})", i, b.lower, b.upper);
+        }
+    }
+}
