@@ -36,12 +36,13 @@
 //! about 200-500 bytes per buffer
 //! (somas_like(100000): 21-39 MB resident in all), plus at most about 140
 //! bytes per buffer for the ejection chains' time index (32 entries of 4
-//! bytes, and 9 bytes of state), plus about 250 bytes per buffer for each
+//! bytes, and 5 bytes of state), plus about 250 bytes per buffer for each
 //! further worker of the large-instance improvement (its runs, time index
 //! and best placement, and for the second up to 30,000 buffers its own
-//! time buckets, 12 bytes per buffer; two workers:
-//! random_instance(100000) 35 -> 58 MB,
-//! somas_like(100000) 29 -> 45 MB resident; a bucketed pass keeps one
+//! time buckets, 12 bytes per buffer; one worker -> two, peak resident
+//! in a 2 s solve: random_instance(100000) 34 -> 42 MB, somas_like(100000)
+//! 34 -> 36 MB, where `greedy::max_load`'s table of every level made them
+//! 41 -> 51 and 34 -> 52 MB; a bucketed pass keeps one
 //! 32-byte entry per buffer and time block it is kept in, two for most,
 //! at most 32 for the longest-lived: 100,000 buffers each live for
 //! 30-60 % of the time, 62 MB resident in all), plus 8 bytes per
