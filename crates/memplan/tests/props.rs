@@ -271,8 +271,9 @@ proptest! {
 }
 
 /// Instances over a wider span of time than `instance`'s, with zero sizes
-/// and shared start and end times, so lifetimes cover up to a few hundred
-/// sections (several levels of `greedy::max_load`'s range maxima).
+/// and shared start and end times (starts on multiples of 7): up to about
+/// 160 distinct times, so a lifetime covers up to that many sections
+/// (levels 0-7 of `greedy::max_load`'s range maxima).
 fn wide(max_n: usize) -> impl Strategy<Value = Problem> {
     let buf = (0u64..300, 1u64..300, 0u64..50);
     prop::collection::vec(buf, 1..=max_n).prop_map(|v| Problem {
