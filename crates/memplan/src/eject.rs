@@ -111,34 +111,41 @@ impl Ejector {
         // buffer (memory stays linear; queries then read longer lists).
         // (`solve` validated the lifetimes: every `upper > lower`.)
         let mut nb = (bs.len() / 64).clamp(1, 4096);
-        let blocks = loop {
+        // Per buffer of nonzero size, its first and last block.
+        let (blocks, span) = loop {
             let blocks = block_starts(&lows, nb);
-            let entries: usize = bs
+            let span: Vec<Option<(u32, u32)>> = bs
                 .iter()
-                .filter(|b| b.size > 0)
-                .map(|b| (block(&blocks, b.upper - 1) - block(&blocks, b.lower)) as usize + 1)
+                .map(|b| {
+                    let at = |t| block(&blocks, t);
+                    (b.size > 0).then(|| (at(b.lower), at(b.upper - 1)))
+                })
+                .collect();
+            let entries: usize = span
+                .iter()
+                .flatten()
+                .map(|&(a, z)| (z - a) as usize + 1)
                 .sum();
             if nb == 1 || entries <= INDEX_PER_BUFFER * bs.len() {
-                break blocks;
+                break (blocks, span);
             }
             nb /= 2;
         };
-        let mut lists = vec![Vec::new(); blocks.len()];
-        let mut span = vec![(0u32, 0u32); bs.len()];
-        for (i, b) in bs.iter().enumerate() {
-            if b.size > 0 {
-                span[i] = (block(&blocks, b.lower), block(&blocks, b.upper - 1));
-                lists[span[i].0 as usize].push(i as u32);
-            }
-        }
         // Each block's list: first the buffers that start in it, then
         // those live in it from an earlier block.
-        let mut fresh: Vec<u32> = lists.iter().map(|l| l.len() as u32).collect();
-        for (i, &(a, z)) in span.iter().enumerate() {
-            if bs[i].size > 0 {
-                for list in &mut lists[a as usize + 1..=z as usize] {
-                    list.push(i as u32);
-                }
+        let sized = || {
+            span.iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.map(|s| (i, s)))
+        };
+        let mut lists = vec![Vec::new(); blocks.len()];
+        for (i, (a, _)) in sized() {
+            lists[a as usize].push(i as u32);
+        }
+        let fresh: Vec<u32> = lists.iter().map(|l| l.len() as u32).collect();
+        for (i, (a, z)) in sized() {
+            for list in &mut lists[a as usize + 1..=z as usize] {
+                list.push(i as u32);
             }
         }
         let mut areas: Vec<u128> = bs
@@ -152,7 +159,6 @@ impl Ejector {
             let k = areas.len() / 2;
             *areas.select_nth_unstable(k).1
         };
-        fresh.shrink_to_fit();
         Ejector {
             blocks,
             lists,
@@ -189,11 +195,12 @@ impl Ejector {
             // After the first block, only the buffers that start in it
             // are new.
             let list = &self.lists[k as usize];
-            let list = if k == a {
-                &list[..]
+            let read = if k == a {
+                list.len()
             } else {
-                &list[..self.fresh[k as usize] as usize]
+                self.fresh[k as usize] as usize
             };
+            let list = &list[..read];
             self.work += list.len() as u64;
             for &j in list {
                 let c = &bs[j as usize];

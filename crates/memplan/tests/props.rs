@@ -35,14 +35,20 @@ fn instance(max_n: usize) -> impl Strategy<Value = Problem> {
 /// Plain instances (no fixed buffer, no alignment): the skyline search.
 fn plain(max_n: usize) -> impl Strategy<Value = Problem> {
     let buf = (0u64..6, 1u64..5, 1u64..6);
-    prop::collection::vec(buf, 1..=max_n).prop_map(|v| Problem {
+    prop::collection::vec(buf, 1..=max_n).prop_map(unaligned)
+}
+
+/// An instance of buffers given as (start, lifetime, size), without
+/// alignment, fixed offsets or a capacity.
+fn unaligned(v: Vec<(u64, u64, u64)>) -> Problem {
+    Problem {
         buffers: v
             .into_iter()
             .enumerate()
             .map(|(i, (l, d, s))| Buffer::new(format!("b{i}"), l, l + d, s))
             .collect(),
         capacity: None,
-    })
+    }
 }
 
 /// Minimum over all orders of "place at the lowest aligned gap among the
@@ -275,15 +281,8 @@ proptest! {
 /// 160 distinct times, so a lifetime covers up to that many sections
 /// (levels 0-7 of `greedy::max_load`'s range maxima).
 fn wide(max_n: usize) -> impl Strategy<Value = Problem> {
-    let buf = (0u64..300, 1u64..300, 0u64..50);
-    prop::collection::vec(buf, 1..=max_n).prop_map(|v| Problem {
-        buffers: v
-            .into_iter()
-            .enumerate()
-            .map(|(i, (l, d, s))| Buffer::new(format!("b{i}"), l - l % 7, l - l % 7 + d, s))
-            .collect(),
-        capacity: None,
-    })
+    let buf = ((0u64..43).prop_map(|l| 7 * l), 1u64..300, 0u64..50);
+    prop::collection::vec(buf, 1..=max_n).prop_map(unaligned)
 }
 
 proptest! {
