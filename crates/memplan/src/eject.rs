@@ -61,9 +61,10 @@ const PENALTY_AREAS: u128 = 10;
 /// Work of a slice, in entries read per buffer of the instance: the first
 /// slice's, and the least and most it adapts to (doubled after a slice
 /// that lowered the peak, halved after one that did not). 128 per buffer
-/// takes about as long as a squeaky-wheel pass on random-like instances;
-/// where slices fail (somas-like, training-like) they shrink to 8, a few
-/// percent of a pass.
+/// takes about half as long as a squeaky-wheel pass on random-like
+/// instances (as long before the buffers were kept in the order of their
+/// starts); where slices fail (somas-like, training-like) they shrink to
+/// 8, a few percent of a pass.
 const SHARE: (u64, u64, u64) = (64, 8, 128);
 /// Nodes charged to the node budget per entry read (a pass of `n` buffers
 /// is charged `n` nodes, about as much as the largest slice).
@@ -72,30 +73,78 @@ pub(crate) const ENTRIES_PER_NODE: u64 = 128;
 /// Most entries per buffer in the time index's block lists.
 const INDEX_PER_BUFFER: usize = 32;
 
-/// The state of the ejection chains of one solve: a static index of the
-/// buffers live in each block of time (blocks of about equally many
+/// A buffer of nonzero size as the chains see it.
+#[derive(Clone, Copy)]
+struct Item {
+    lower: u64,
+    upper: u64,
+    size: u64,
+    alignment: u64,
+    fixed: bool,
+}
+
+impl Item {
+    /// The cost of evicting it (bytes × lifetime), or `None` if it is
+    /// fixed.
+    fn area(&self) -> Option<u128> {
+        (!self.fixed).then(|| self.size as u128 * (self.upper - self.lower) as u128)
+    }
+}
+
+/// A neighbour of the buffer a move places, where it is placed.
+#[derive(Clone, Copy)]
+struct Occ {
+    off: u64,
+    top: u64,
+    place: u32,
+    /// What evicting it costs (`None`: it may not move, fixed or tabu).
+    cost: Option<u128>,
+}
+
+/// The state of the ejection chains of one solve: the buffers of nonzero
+/// size in the order of their starts (their "places"), a static index of
+/// the places live in each block of time (blocks of about equally many
 /// starts) and the chain's scratch space, built at the first slice.
+///
+/// Why the order of starts: the buffers that start in a block are then
+/// one range of places, read in a row, where the buffers' own order
+/// scatters them over the whole instance (random-like 100k: about 1,400
+/// neighbours per move, each a cache miss in the buffers' list before).
 pub(crate) struct Ejector {
+    /// Per place, the buffer and its number in the problem.
+    items: Vec<Item>,
+    ids: Vec<u32>,
+    /// Per place, the offset in the placement being worked on.
+    off: Vec<u64>,
     blocks: Vec<u64>,
-    /// Per block, the buffers live in it: first the `fresh` ones that
-    /// start in it.
-    lists: Vec<Vec<u32>>,
-    /// Per block, how many buffers start in it.
-    fresh: Vec<u32>,
+    /// Per block (and one past the last), its first place: the buffers
+    /// that start in block `k` are the places `first[k]..first[k + 1]`.
+    first: Vec<u32>,
+    /// Per block, the places live in it that started in an earlier one:
+    /// `carry[carry_at[k]..carry_at[k + 1]]`, rising.
+    carry_at: Vec<u32>,
+    carry: Vec<u32>,
     penalty: u128,
-    /// Per buffer, the move until which it may not be evicted.
+    /// Per place, the move until which it may not be evicted.
     tabu: Vec<u32>,
-    /// Per buffer, whether it is out of the placement.
+    /// Per place, whether it is out of the placement.
     out: Vec<bool>,
-    /// The buffers whose `tabu` or `out` an attempt set.
+    /// The places whose `tabu` or `out` an attempt set.
     touched: Vec<u32>,
-    /// (buffer, offset before) for every move of an attempt.
+    /// (place, offset before) for every move of an attempt.
     undo: Vec<(u32, u64)>,
     nb: Vec<u32>,
-    occ: Vec<(u64, u64, u32)>,
-    by_top: Vec<(u64, u32)>,
-    /// Entries read so far (block lists, neighbours sorted): the unit of
-    /// a slice's work.
+    /// The placed neighbours of a move, in the order found.
+    occ: Vec<Occ>,
+    /// Their offsets and their tops, each with the neighbour's index in
+    /// `occ` in the low bits, sorted.
+    by_off: Vec<u64>,
+    by_top: Vec<u64>,
+    /// The buffers in the way of the slot a move takes.
+    evicted: Vec<Occ>,
+    /// Entries of the block lists spanned so far (see
+    /// [`Ejector::neighbors`]) and neighbours sorted: the unit of a
+    /// slice's work.
     work: u64,
     /// Moves made so far (for the debug line).
     moves: u64,
@@ -104,6 +153,24 @@ pub(crate) struct Ejector {
 impl Ejector {
     fn new(p: &Problem) -> Ejector {
         let bs = &p.buffers;
+        // The places: the buffers of nonzero size by start (then number).
+        let mut ids: Vec<u32> = (0..bs.len() as u32)
+            .filter(|&i| bs[i as usize].size > 0)
+            .collect();
+        ids.sort_by_key(|&i| bs[i as usize].lower);
+        let items: Vec<Item> = ids
+            .iter()
+            .map(|&i| {
+                let b = &bs[i as usize];
+                Item {
+                    lower: b.lower,
+                    upper: b.upper,
+                    size: b.size,
+                    alignment: b.alignment,
+                    fixed: b.offset.is_some(),
+                }
+            })
+            .collect();
         let mut lows: Vec<u64> = bs.iter().map(|b| b.lower).collect();
         lows.sort_unstable();
         // Blocks of about 64 starts, fewer where long-lived buffers would
@@ -111,121 +178,134 @@ impl Ejector {
         // buffer (memory stays linear; queries then read longer lists).
         // (`solve` validated the lifetimes: every `upper > lower`.)
         let mut nb = (bs.len() / 64).clamp(1, 4096);
-        // Per buffer of nonzero size, its first and last block.
+        // Per place, its first and last block.
         let (blocks, span) = loop {
             let blocks = block_starts(&lows, nb);
-            let span: Vec<Option<(u32, u32)>> = bs
+            let at = |t| block(&blocks, t);
+            let span: Vec<(u32, u32)> = items
                 .iter()
-                .map(|b| {
-                    let at = |t| block(&blocks, t);
-                    (b.size > 0).then(|| (at(b.lower), at(b.upper - 1)))
-                })
+                .map(|b| (at(b.lower), at(b.upper - 1)))
                 .collect();
-            let entries: usize = span
-                .iter()
-                .flatten()
-                .map(|&(a, z)| (z - a) as usize + 1)
-                .sum();
+            let entries: usize = span.iter().map(|&(a, z)| (z - a) as usize + 1).sum();
             if nb == 1 || entries <= INDEX_PER_BUFFER * bs.len() {
                 break (blocks, span);
             }
             nb /= 2;
         };
-        // Each block's list: first the buffers that start in it, then
-        // those live in it from an earlier block.
-        let sized = || {
-            span.iter()
-                .enumerate()
-                .filter_map(|(i, s)| s.map(|s| (i, s)))
-        };
-        let mut lists = vec![Vec::new(); blocks.len()];
-        for (i, (a, _)) in sized() {
-            lists[a as usize].push(i as u32);
+        // The places start in rising blocks, so each block's are a range.
+        let mut first = vec![0u32; blocks.len() + 1];
+        for &(a, _) in &span {
+            first[a as usize + 1] += 1;
         }
-        let fresh: Vec<u32> = lists.iter().map(|l| l.len() as u32).collect();
-        for (i, (a, z)) in sized() {
-            for list in &mut lists[a as usize + 1..=z as usize] {
-                list.push(i as u32);
+        for k in 0..blocks.len() {
+            first[k + 1] += first[k];
+        }
+        let mut carry_at = vec![0u32; blocks.len() + 1];
+        for &(a, z) in &span {
+            for k in a + 1..=z {
+                carry_at[k as usize + 1] += 1;
             }
         }
-        let mut areas: Vec<u128> = bs
-            .iter()
-            .filter(|b| b.size > 0 && b.offset.is_none())
-            .map(area)
-            .collect();
+        for k in 0..blocks.len() {
+            carry_at[k + 1] += carry_at[k];
+        }
+        let mut fill = carry_at.clone();
+        let mut carry = vec![0u32; carry_at[blocks.len()] as usize];
+        for (i, &(a, z)) in span.iter().enumerate() {
+            for k in a + 1..=z {
+                carry[fill[k as usize] as usize] = i as u32;
+                fill[k as usize] += 1;
+            }
+        }
+        let mut areas: Vec<u128> = items.iter().filter_map(Item::area).collect();
         let median = if areas.is_empty() {
             1
         } else {
             let k = areas.len() / 2;
             *areas.select_nth_unstable(k).1
         };
+        let n = items.len();
         Ejector {
+            items,
+            ids,
+            off: vec![0; n],
             blocks,
-            lists,
-            fresh,
+            first,
+            carry_at,
+            carry,
             penalty: median.max(1) * PENALTY_AREAS,
-            tabu: vec![0; bs.len()],
-            out: vec![false; bs.len()],
+            tabu: vec![0; n],
+            out: vec![false; n],
             touched: Vec::new(),
             undo: Vec::new(),
             nb: Vec::new(),
             occ: Vec::new(),
+            by_off: Vec::new(),
             by_top: Vec::new(),
+            evicted: Vec::new(),
             work: 0,
             moves: 0,
         }
     }
 
-    /// The buffers live with `i` into `self.nb`, each once: all of the
-    /// first block's list, and of each later block's only the buffers
-    /// that start in it. (Reading every list in full, and keeping a buffer
-    /// only in the first block both are live in, read a long-lived
-    /// neighbour once per block: on random-like 100k, 2,300-3,400 entries
-    /// per move, 1,400-1,600 now, and 6,900-12,700 moves per second of a
-    /// slice, 12,300-17,800 now, seeds 2, 5, 16, 27 at 2 s.)
-    fn neighbors(&mut self, p: &Problem, i: usize) {
-        let bs = &p.buffers;
-        let b = &bs[i];
+    /// Work on the placement `off` (one offset per buffer of the problem).
+    fn load(&mut self, off: &[u64]) {
+        for (o, &i) in self.off.iter_mut().zip(&self.ids) {
+            *o = off[i as usize];
+        }
+    }
+
+    /// Write the offsets worked on back into `off`.
+    fn store(&self, off: &mut [u64]) {
+        for (&o, &i) in self.off.iter().zip(&self.ids) {
+            off[i as usize] = o;
+        }
+    }
+
+    /// The places live with place `i` into `self.nb`, each once: those
+    /// that started before its first block and are still live there, and
+    /// those that start in a block it spans. The work counted is the
+    /// entries of the block lists spanned as they were kept before the
+    /// places (all of the first block's, the buffers that start in each
+    /// later one), so budgets buy the same moves. (Reading every list in
+    /// full, and keeping a buffer only in the first block both are live
+    /// in, read a long-lived neighbour once per block: on random-like
+    /// 100k, 2,300-3,400 entries per move against 1,400-1,600, and
+    /// 6,900-12,700 moves per second of a slice against 12,300-17,800,
+    /// seeds 2, 5, 16, 27 at 2 s.)
+    fn neighbors(&mut self, i: usize) {
+        let items = &self.items;
+        let b = items[i];
         self.nb.clear();
         let (a, z) = (
-            block(&self.blocks, b.lower),
-            block(&self.blocks, b.upper - 1),
+            block(&self.blocks, b.lower) as usize,
+            block(&self.blocks, b.upper - 1) as usize,
         );
-        for k in a..=z {
-            // After the first block, only the buffers that start in it
-            // are new.
-            let list = &self.lists[k as usize];
-            let read = if k == a {
-                list.len()
-            } else {
-                self.fresh[k as usize] as usize
-            };
-            let list = &list[..read];
-            self.work += list.len() as u64;
-            for &j in list {
-                let c = &bs[j as usize];
-                if j as usize != i && c.lower < b.upper && b.lower < c.upper {
-                    self.nb.push(j);
-                }
+        let carry = &self.carry[self.carry_at[a] as usize..self.carry_at[a + 1] as usize];
+        // They started in an earlier block, so before `b`.
+        self.nb
+            .extend(carry.iter().filter(|&&j| items[j as usize].upper > b.lower));
+        let (from, to) = (self.first[a] as usize, self.first[z + 1] as usize);
+        self.work += (carry.len() + to - from) as u64;
+        // The places from `from` on start in order: stop at the first that
+        // starts after `b` ends.
+        for (j, c) in items[from..to].iter().enumerate() {
+            if c.lower >= b.upper {
+                break;
+            }
+            if c.upper > b.lower && from + j != i {
+                self.nb.push((from + j) as u32);
             }
         }
     }
 
-    /// Try to bring every buffer's top to `target` or below. On success
-    /// `off` holds the new placement; otherwise it is restored. Gives up
+    /// Try to bring every top to `target` or below, in the offsets worked
+    /// on ([`Ejector::load`]). On failure they are restored. Gives up
     /// after [`ATTEMPT_MOVES`] moves, when the work reaches `work_end`, or
-    /// when `stop` says so (asked every 8 moves: a move on 100k training-like
-    /// buffers reads thousands of neighbours, and 64 of them overran a 2 s
-    /// limit by 20-40 ms).
-    fn attempt(
-        &mut self,
-        p: &Problem,
-        off: &mut [u64],
-        target: u64,
-        work_end: u64,
-        stop: &mut dyn FnMut() -> bool,
-    ) -> bool {
-        let bs = &p.buffers;
+    /// when `stop` says so (asked every 8 moves: a move on 100k
+    /// training-like buffers reads thousands of neighbours, and 64 of them
+    /// overran a 2 s limit by 20-40 ms).
+    fn attempt(&mut self, target: u64, work_end: u64, stop: &mut dyn FnMut() -> bool) -> bool {
         for &i in &self.touched {
             self.tabu[i as usize] = 0;
             self.out[i as usize] = false;
@@ -233,9 +313,9 @@ impl Ejector {
         self.touched.clear();
         self.undo.clear();
         let mut left: Vec<u32> = Vec::new();
-        for (i, b) in bs.iter().enumerate() {
-            if b.size > 0 && off[i] + b.size > target {
-                if b.offset.is_some() {
+        for (i, b) in self.items.iter().enumerate() {
+            if self.off[i] + b.size > target {
+                if b.fixed {
                     return false;
                 }
                 left.push(i as u32);
@@ -243,13 +323,16 @@ impl Ejector {
                 self.touched.push(i as u32);
             }
         }
+        // In the buffers' order (which of equal sizes goes first).
+        left.sort_unstable_by_key(|&i| self.ids[i as usize]);
         let mut it = 1u32;
         let ok = loop {
             // The largest buffer out first: the small ones fill what is
             // left around it (by area instead, or evicting only buffers
             // no larger than the one placed, the sweep in `TENURE`'s doc
             // ended higher: 1,634-1,710 and 2,460).
-            let Some(k) = (0..left.len()).max_by_key(|&k| (bs[left[k] as usize].size, k)) else {
+            let items = &self.items;
+            let Some(k) = (0..left.len()).max_by_key(|&k| (items[left[k] as usize].size, k)) else {
                 break true;
             };
             let h = left.swap_remove(k);
@@ -257,36 +340,70 @@ impl Ejector {
                 break false;
             }
             let h = h as usize;
-            let b = &bs[h];
+            let b = self.items[h];
             self.moves += 1;
-            self.neighbors(p, h);
+            self.neighbors(h);
             self.occ.clear();
             for &j in &self.nb {
-                if !self.out[j as usize] {
-                    let o = off[j as usize];
-                    self.occ.push((o, o + bs[j as usize].size, j));
+                let j = j as usize;
+                if !self.out[j] {
+                    let (o, c) = (self.off[j], &self.items[j]);
+                    // What evicting it costs: `None` if it may not move.
+                    let cost = c.area().filter(|_| self.tabu[j] <= it);
+                    self.occ.push(Occ {
+                        off: o,
+                        top: o + c.size,
+                        place: j as u32,
+                        cost,
+                    });
                 }
             }
-            self.occ.sort_unstable();
+            // Both orders as sorts of single words: the key in the high
+            // bits, the index in `occ` in the low ones (sorting the
+            // tuples took a third of a slice's time).
+            let low = u64::BITS - (self.occ.len() as u64).leading_zeros();
+            let top_max = self.occ.iter().map(|e| e.top).max().unwrap_or(0);
+            let fits = top_max.leading_zeros() >= low;
+            if !fits {
+                // Tops too large to share a word (not in practice).
+                self.occ.sort_unstable_by_key(|e| (e.off, e.top, e.place));
+            }
+            let key = |v: u64, k: usize| if fits { v << low | k as u64 } else { k as u64 };
+            let mask = (1u64 << low) - 1;
+            self.by_off.clear();
+            self.by_off
+                .extend(self.occ.iter().enumerate().map(|(k, e)| key(e.off, k)));
             self.by_top.clear();
             self.by_top
-                .extend(self.occ.iter().enumerate().map(|(k, e)| (e.1, k as u32)));
-            self.by_top.sort_unstable();
+                .extend(self.occ.iter().enumerate().map(|(k, e)| key(e.top, k)));
+            if fits {
+                self.by_off.sort_unstable();
+                self.by_top.sort_unstable();
+            } else {
+                let occ = &self.occ;
+                self.by_top
+                    .sort_unstable_by_key(|&k| (occ[(k & mask) as usize].top, k));
+            }
             self.work += 2 * self.occ.len() as u64;
             // Sweep the slots upwards (0, then the neighbours' tops): a
             // placed buffer is in the way of slot `c` iff its offset is
             // below `c + size` and its top above `c`. `sum` is the cost of
             // the buffers in the way, `hard` counts those that may not move.
-            let cost = |e: &(u64, u64, u32), tabu: &[u32]| -> Option<u128> {
-                let bj = &bs[e.2 as usize];
-                (bj.offset.is_none() && tabu[e.2 as usize] <= it).then(|| area(bj))
-            };
+            let occ = &self.occ;
+            let at = |k: u64| &occ[(k & mask) as usize];
             let (mut add, mut rem) = (0usize, 0usize);
             let (mut sum, mut count, mut hard) = (0u128, 0u128, 0u32);
             let mut best: Option<(u128, u64)> = None;
             let mut last = None;
             for q in 0..=self.by_top.len() {
-                let c = align_up(if q == 0 { 0 } else { self.by_top[q - 1].0 }, b.alignment);
+                let c = align_up(
+                    if q == 0 {
+                        0
+                    } else {
+                        at(self.by_top[q - 1]).top
+                    },
+                    b.alignment,
+                );
                 if c.saturating_add(b.size) > target {
                     break;
                 }
@@ -294,8 +411,8 @@ impl Ejector {
                     continue;
                 }
                 last = Some(c);
-                while add < self.occ.len() && self.occ[add].0 < c + b.size {
-                    match cost(&self.occ[add], &self.tabu) {
+                while add < self.by_off.len() && at(self.by_off[add]).off < c + b.size {
+                    match at(self.by_off[add]).cost {
                         Some(w) => (sum, count) = (sum + w, count + 1),
                         None => hard += 1,
                     }
@@ -303,9 +420,8 @@ impl Ejector {
                 }
                 // Every buffer whose top is at or below `c` has its offset
                 // below `c + size`, so it was added above.
-                while rem < self.by_top.len() && self.by_top[rem].0 <= c {
-                    let e = self.occ[self.by_top[rem].1 as usize];
-                    match cost(&e, &self.tabu) {
+                while rem < self.by_top.len() && at(self.by_top[rem]).top <= c {
+                    match at(self.by_top[rem]).cost {
                         Some(w) => (sum, count) = (sum - w, count - 1),
                         None => hard -= 1,
                     }
@@ -332,31 +448,34 @@ impl Ejector {
             let Some((_, c)) = best else {
                 break false;
             };
-            self.undo.push((h as u32, off[h]));
-            off[h] = c;
+            self.undo.push((h as u32, self.off[h]));
+            self.off[h] = c;
             self.out[h] = false;
             self.tabu[h] = it + TENURE;
             self.touched.push(h as u32);
-            for e in &self.occ {
-                if e.0 < c + b.size && e.1 > c {
-                    self.out[e.2 as usize] = true;
-                    self.touched.push(e.2);
-                    left.push(e.2);
-                }
+            // The buffers in the way, out in the order of their offsets
+            // (then tops, then numbers): which of equal sizes is put back
+            // first does not depend on the order the index gave them in.
+            self.evicted.clear();
+            self.evicted
+                .extend(occ.iter().filter(|e| e.off < c + b.size && e.top > c));
+            let ids = &self.ids;
+            self.evicted
+                .sort_unstable_by_key(|e| (e.off, e.top, ids[e.place as usize]));
+            for e in &self.evicted {
+                self.out[e.place as usize] = true;
+                self.touched.push(e.place);
+                left.push(e.place);
             }
             it += 1;
         };
         if !ok {
             for &(i, o) in self.undo.iter().rev() {
-                off[i as usize] = o;
+                self.off[i as usize] = o;
             }
         }
         ok
     }
-}
-
-fn area(b: &crate::Buffer) -> u128 {
-    b.size as u128 * (b.upper - b.lower) as u128
 }
 
 /// Ejection-chain slices between squeaky-wheel passes (see the module
@@ -452,14 +571,16 @@ impl Slices {
         let peak0 = best.0;
         // For the debug line: attempts, those that lowered the peak, the time.
         let (mut tried, mut lowered, began) = (0u32, 0u32, std::time::Instant::now());
+        ej.load(&best.1);
         while ej.work < w_end && best.0 > goal && !stop() {
             let gap = best.0 - lb;
             if self.step == 0 || self.step < gap / 256 || self.step >= gap {
                 self.step = (gap / 2).max(1);
             }
             tried += 1;
-            if ej.attempt(p, &mut best.1, best.0 - self.step, w_end, stop) {
+            if ej.attempt(best.0 - self.step, w_end, stop) {
                 lowered += 1;
+                ej.store(&mut best.1);
                 best.0 = crate::check::peak_of(p, &best.1);
                 self.step = 0;
             } else {
@@ -491,6 +612,16 @@ mod tests {
     use super::*;
     use crate::{check, Buffer};
 
+    impl Ejector {
+        /// [`Ejector::attempt`] on the placement `off`, with no budget.
+        fn attempt_on(&mut self, off: &mut [u64], target: u64) -> bool {
+            self.load(off);
+            let ok = self.attempt(target, u64::MAX, &mut || false);
+            self.store(off);
+            ok
+        }
+    }
+
     /// A placement whose peak only an eviction lowers: the bytes between
     /// the long-lived buffer and the target are held by `s` and then by
     /// `x`, so `h` has no slot until one of them moves.
@@ -513,7 +644,7 @@ mod tests {
         assert_eq!(crate::lower_bound(&p), 8);
         let mut ej = Ejector::new(&p);
         let mut off = start.clone();
-        assert!(ej.attempt(&p, &mut off, 8, u64::MAX, &mut || false));
+        assert!(ej.attempt_on(&mut off, 8));
         check(&p, &off).unwrap();
         assert_eq!(check::peak_of(&p, &off), 8, "{off:?}");
         // h went to 4 in place of s (the cheaper eviction: an area of 8
@@ -530,7 +661,7 @@ mod tests {
         let mut ej = Ejector::new(&p);
         // Below the load bound nothing can succeed.
         let mut o = off.clone();
-        assert!(!ej.attempt(&p, &mut o, lb - 1, u64::MAX, &mut || false));
+        assert!(!ej.attempt_on(&mut o, lb - 1));
         assert_eq!(o, off);
     }
 
@@ -604,27 +735,45 @@ mod tests {
     }
 
     /// A buffer's neighbours are the buffers live with it, each once, and
-    /// finding them reads every block list it spans in full only in its
-    /// first block: after that, only the buffers that start there. On
+    /// finding them reads in full only the list of its first block: after
+    /// that, only the range of places that start in each block. On
     /// random-like buffers (5 % long-lived) the longest ones span hundreds
-    /// of blocks, and reading each list in full read every long-lived
-    /// neighbour once per block.
+    /// of blocks, and reading each block's whole list read every
+    /// long-lived neighbour once per block.
     #[test]
     fn neighbours_are_the_buffers_live_with_it_read_once() {
         let p = crate::cli::random_instance(20_000, 3);
         let bs = &p.buffers;
         let mut ej = Ejector::new(&p);
         assert!(ej.blocks.len() > 100, "{} blocks", ej.blocks.len());
-        let mut ids: Vec<usize> = (0..bs.len()).collect();
-        ids.sort_by_key(|&i| std::cmp::Reverse(bs[i].upper - bs[i].lower));
+        // The places: every buffer of nonzero size once, by start, each
+        // in the range of the block it starts in.
+        let mut seen: Vec<u32> = ej.ids.clone();
+        seen.sort_unstable();
+        let sized: Vec<u32> = (0..bs.len() as u32)
+            .filter(|&i| bs[i as usize].size > 0)
+            .collect();
+        assert_eq!(seen, sized);
+        for k in 0..ej.blocks.len() {
+            for l in ej.first[k]..ej.first[k + 1] {
+                let b = &bs[ej.ids[l as usize] as usize];
+                assert_eq!(block(&ej.blocks, b.lower) as usize, k);
+            }
+        }
+        let (carry_at, first) = (ej.carry_at.clone(), ej.first.clone());
+        let carried = |k: usize| (carry_at[k + 1] - carry_at[k]) as usize;
+        let fresh = |k: usize| (first[k + 1] - first[k]) as usize;
+        let mut places: Vec<usize> = (0..ej.items.len()).collect();
+        places.sort_by_key(|&l| std::cmp::Reverse(ej.items[l].upper - ej.items[l].lower));
         // The 20 longest buffers and every 500th.
-        let picked = ids[..20].iter().chain(ids.iter().step_by(500));
+        let picked = places[..20].iter().chain(places.iter().step_by(500));
         let (mut sum_read, mut sum_full) = (0, 0);
-        for &i in picked {
+        for &l in picked {
+            let i = ej.ids[l] as usize;
             let b = &bs[i];
             let w0 = ej.work;
-            ej.neighbors(&p, i);
-            let mut got = ej.nb.clone();
+            ej.neighbors(l);
+            let mut got: Vec<u32> = ej.nb.iter().map(|&m| ej.ids[m as usize]).collect();
             got.sort_unstable();
             let want: Vec<u32> = (0..bs.len())
                 .filter(|&j| j != i && bs[j].size > 0)
@@ -632,23 +781,32 @@ mod tests {
                 .map(|j| j as u32)
                 .collect();
             assert_eq!(got, want, "buffer {i} [{}, {})", b.lower, b.upper);
-            let (a, z) = (block(&ej.blocks, b.lower), block(&ej.blocks, b.upper - 1));
-            let read = ej.lists[a as usize].len()
-                + (a + 1..=z)
-                    .map(|k| ej.fresh[k as usize] as usize)
-                    .sum::<usize>();
+            let a = block(&ej.blocks, b.lower) as usize;
+            let z = block(&ej.blocks, b.upper - 1) as usize;
+            let read = carried(a) + (a..=z).map(fresh).sum::<usize>();
             assert_eq!(ej.work - w0, read as u64);
             if z > a + 10 {
-                let full: usize = (a..=z).map(|k| ej.lists[k as usize].len()).sum();
+                let full: usize = (a..=z).map(|k| carried(k) + fresh(k)).sum();
                 assert!(read < full, "buffer {i}: {read} read, {full} in its lists");
                 (sum_read, sum_full) = (sum_read + read, sum_full + full);
             }
         }
         // Over these (spanning 16-34 of 312 blocks), under half of what
-        // their full lists hold (43,387 of 92,044 entries).
+        // their blocks' lists hold (43,387 of 92,044 entries).
         assert!(
             2 * sum_read < sum_full,
             "{sum_read} read, {sum_full} in the lists"
         );
+        // A placement goes into the places' order and back unchanged.
+        let off: Vec<u64> = (0..bs.len() as u64).map(|i| i * 7 % 1000).collect();
+        let mut back = vec![u64::MAX; bs.len()];
+        for (i, b) in bs.iter().enumerate() {
+            if b.size == 0 {
+                back[i] = off[i];
+            }
+        }
+        ej.load(&off);
+        ej.store(&mut back);
+        assert_eq!(back, off);
     }
 }

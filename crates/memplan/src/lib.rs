@@ -34,15 +34,18 @@
 //! s for 0-50 ms on a slower machine, where the others took 0.08-0.11 s).
 //! Memory:
 //! about 200-500 bytes per buffer
-//! (somas_like(100000): 21-39 MB resident in all), plus at most about 140
-//! bytes per buffer for the ejection chains' time index (32 entries of 4
-//! bytes, and 5 bytes of state), plus about 250 bytes per buffer for each
+//! (somas_like(100000): 21-39 MB resident in all), plus at most about 190
+//! bytes per buffer for the ejection chains (a time index of at most 32
+//! entries of 4 bytes, and 57 bytes per buffer: its own copy of the
+//! buffer's times, size and alignment in the order of the starts, its
+//! offset and its state), plus about 250 bytes per buffer for each
 //! further worker of the large-instance improvement (its runs, time index
 //! and best placement, and for the second up to 30,000 buffers its own
 //! time buckets, 12 bytes per buffer; one worker -> two, peak resident
-//! in a 2 s solve: random_instance(100000) 34 -> 42 MB, somas_like(100000)
-//! 34 -> 36 MB, where `greedy::max_load`'s table of every level made them
-//! 41 -> 51 and 34 -> 52 MB; a bucketed pass keeps one
+//! in a 2 s solve: random_instance(100000) 38 -> 42 MB, somas_like(100000)
+//! 34 -> 37 MB (34 -> 42 and 34 -> 36 before the chains kept their own
+//! copy of the buffers; `greedy::max_load`'s table of every level made
+//! them 41 -> 51 and 34 -> 52 MB); a bucketed pass keeps one
 //! 32-byte entry per buffer and time block it is kept in, two for most,
 //! at most 32 for the longest-lived: 100,000 buffers each live for
 //! 30-60 % of the time, 62 MB resident in all), plus 8 bytes per
