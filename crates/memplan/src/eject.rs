@@ -192,21 +192,19 @@ impl Ejector {
             }
             nb /= 2;
         };
-        // The places start in rising blocks, so each block's are a range.
-        let mut first = vec![0u32; blocks.len() + 1];
-        for &(a, _) in &span {
-            first[a as usize + 1] += 1;
-        }
-        for k in 0..blocks.len() {
-            first[k + 1] += first[k];
-        }
-        let mut carry_at = vec![0u32; blocks.len() + 1];
+        // Per block, where its places (which start in rising blocks, so
+        // each block's are a range) and its carried ones begin: counts
+        // per block, summed.
+        let (mut first, mut carry_at) =
+            (vec![0u32; blocks.len() + 1], vec![0u32; blocks.len() + 1]);
         for &(a, z) in &span {
+            first[a as usize + 1] += 1;
             for k in a + 1..=z {
                 carry_at[k as usize + 1] += 1;
             }
         }
         for k in 0..blocks.len() {
+            first[k + 1] += first[k];
             carry_at[k + 1] += carry_at[k];
         }
         let mut fill = carry_at.clone();
@@ -265,9 +263,10 @@ impl Ejector {
     /// The places live with place `i` into `self.nb`, each once: those
     /// that started before its first block and are still live there, and
     /// those that start in a block it spans. The work counted is the
-    /// entries of the block lists spanned as they were kept before the
-    /// places (all of the first block's, the buffers that start in each
-    /// later one), so budgets buy the same moves. (Reading every list in
+    /// first block's carried places and every place that starts in a
+    /// block spanned (also those skipped after `b` ends): the count of
+    /// when each block kept one list of all its buffers, so a budget buys
+    /// the same moves as then. (Reading every list in
     /// full, and keeping a buffer only in the first block both are live
     /// in, read a long-lived neighbour once per block: on random-like
     /// 100k, 2,300-3,400 entries per move against 1,400-1,600, and
