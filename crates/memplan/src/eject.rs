@@ -343,12 +343,14 @@ impl Ejector {
             self.moves += 1;
             self.neighbors(h);
             self.occ.clear();
+            let mut top_max = 0;
             for &j in &self.nb {
                 let j = j as usize;
                 if !self.out[j] {
                     let (o, c) = (self.off[j], &self.items[j]);
                     // What evicting it costs: `None` if it may not move.
                     let cost = c.area().filter(|_| self.tabu[j] <= it);
+                    top_max = top_max.max(o + c.size);
                     self.occ.push(Occ {
                         off: o,
                         top: o + c.size,
@@ -361,12 +363,9 @@ impl Ejector {
             // bits, the index in `occ` in the low ones (sorting the
             // tuples took a third of a slice's time).
             let low = u64::BITS - (self.occ.len() as u64).leading_zeros();
-            let top_max = self.occ.iter().map(|e| e.top).max().unwrap_or(0);
+            // Tops too large to share a word with an index (above 2^47 at
+            // 100,000 neighbours): the indices alone, sorted by key.
             let fits = top_max.leading_zeros() >= low;
-            if !fits {
-                // Tops too large to share a word (not in practice).
-                self.occ.sort_unstable_by_key(|e| (e.off, e.top, e.place));
-            }
             let key = |v: u64, k: usize| if fits { v << low | k as u64 } else { k as u64 };
             let mask = (1u64 << low) - 1;
             self.by_off.clear();
@@ -380,8 +379,8 @@ impl Ejector {
                 self.by_top.sort_unstable();
             } else {
                 let occ = &self.occ;
-                self.by_top
-                    .sort_unstable_by_key(|&k| (occ[(k & mask) as usize].top, k));
+                self.by_off.sort_unstable_by_key(|&k| occ[k as usize].off);
+                self.by_top.sort_unstable_by_key(|&k| occ[k as usize].top);
             }
             self.work += 2 * self.occ.len() as u64;
             // Sweep the slots upwards (0, then the neighbours' tops): a
@@ -779,6 +778,41 @@ mod tests {
         }
         assert!(moves > 100, "{moves} moves");
         assert!(lowered >= 2, "slices lowered {lowered} of 3 peaks");
+    }
+
+    /// Tops too large to share a word with an index take the slower sort
+    /// of indices by key, with the same moves: the same instance with every
+    /// size times 2^36 (tops near 2^61) ends where the unscaled one does,
+    /// times 2^36.
+    #[test]
+    fn huge_tops_sort_apart_to_the_same_moves() {
+        let p = crate::cli::random_instance(3000, 2);
+        let mut big = p.clone();
+        for b in &mut big.buffers {
+            b.size <<= 36;
+        }
+        let off = crate::greedy::place(
+            &p,
+            &crate::greedy::graph_of(&p).unwrap(),
+            &crate::greedy::order(&p, crate::greedy::Order::LoadDesc),
+            false,
+        );
+        let start = check(&p, &off).unwrap();
+        let (lb, lb_big) = (crate::lower_bound(&p), crate::lower_bound(&big));
+        assert_eq!(lb_big, lb << 36);
+        let mut best = (start, off.clone());
+        let mut best_big = (start << 36, off.iter().map(|&o| o << 36).collect());
+        let (mut s, mut s_big) = (Slices::default(), Slices::default());
+        for _ in 0..5 {
+            s.slice(&p, &mut best, (lb, lb), &mut || false);
+            s_big.slice(&big, &mut best_big, (lb_big, lb_big), &mut || false);
+        }
+        assert!(best.0 < start, "the slices lowered the peak");
+        assert_eq!(check(&big, &best_big.1).unwrap(), best_big.0);
+        let scaled: Vec<u64> = best.1.iter().map(|&o| o << 36).collect();
+        assert_eq!(best_big.1, scaled);
+        let moves = |s: &Slices| s.ej.as_ref().unwrap().moves;
+        assert_eq!(moves(&s_big), moves(&s));
     }
 
     /// A buffer's neighbours are the buffers live with it, each once, and
