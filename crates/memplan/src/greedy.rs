@@ -402,10 +402,11 @@ fn place_dense_cut(
 }
 
 /// Start-time sweep with first fit among live buffers; needs no graph.
-/// Without fixed buffers the free gaps between the live buffers are kept
-/// by size class (`Gaps`), so a placement costs `O(log n)` plus a scan
-/// of one size class instead of a scan of the live set
-/// (`sweep_place_scan`, which this places exactly like).
+/// The free gaps between the live buffers are kept by size class
+/// (`Gaps`), so a placement costs `O(log n)` plus a scan of one size class
+/// instead of a scan of the live set (`sweep_place_scan`, which this
+/// places exactly like); a free buffer live when a fixed one starts also
+/// reads the fixed ones that start in its lifetime (`sweep_from`).
 pub fn sweep_place(p: &Problem) -> Vec<u64> {
     sweep_until(p, None, &mut || false).expect("never cut")
 }
@@ -476,16 +477,42 @@ fn snug_score(
     Some((score, at))
 }
 
+/// Keeps the gap `[s, e)` between ranges that end at `borders` in `best`
+/// (score, start, offset) if its [`snug_score`] is lower, or equal and
+/// the gap lower.
+fn snug_keep(
+    best: &mut Option<(f64, u64, u64)>,
+    (s, e): (u64, u64),
+    borders: (u64, u64),
+    fit: (u64, u64),
+    ends: (u64, u64),
+    weight: f64,
+) {
+    if let Some((score, at)) = snug_score((s, e), borders, fit, ends, weight) {
+        if best.is_none_or(|(bs, bg, _)| score < bs || (score == bs && s < bg)) {
+            *best = Some((score, s, at));
+        }
+    }
+}
+
 /// A start-time sweep by the first fit (`snug` `None`) or a snug fit
-/// (`Some`: its weight of the match of ends).
+/// (`Some`: its weight of the match of ends). Fixed buffers are swept
+/// with the others, at their offsets, and the free ones keep clear of the
+/// fixed ones that start during their lifetime (`sweep_from`); it places
+/// exactly like `sweep_place_scan`. That scan was the sweep with fixed
+/// buffers until now: it took 2.6 s for the first fit of
+/// `cli::training_like(100000, 1)` with one buffer fixed over all of its
+/// time, and ignored `cut` (0.17 s without the fixed one; this sweep takes
+/// 0.17 s with it too); with every hundredth buffer of
+/// `cli::long_lived(30000, 2)` fixed, 11.2 s against 0.14 s.
 fn sweep_until(p: &Problem, snug: Option<f64>, cut: &mut dyn FnMut() -> bool) -> Option<Vec<u64>> {
     let bs = &p.buffers;
-    if bs.iter().any(|b| b.offset.is_some()) {
-        return Some(sweep_place_scan(p, snug));
-    }
-    let mut off = vec![0u64; bs.len()];
+    let mut off: Vec<u64> = bs.iter().map(|b| b.offset.unwrap_or(0)).collect();
     let mut order: Vec<usize> = (0..bs.len()).filter(|&i| bs[i].size > 0).collect();
-    order.sort_unstable_by_key(|&i| (bs[i].lower, std::cmp::Reverse(bs[i].size), i));
+    order.sort_unstable_by_key(|&i| {
+        let b = &bs[i];
+        (b.lower, b.offset.is_none(), std::cmp::Reverse(b.size), i)
+    });
     let span = |b: &crate::Buffer| (b.lower, b.upper);
     let mut n = 0;
     sweep_from(p, (&order, &span), &[], snug, (&mut n, cut), &mut off)?;
@@ -501,9 +528,14 @@ type Span<'a> = &'a dyn Fn(&crate::Buffer) -> (u64, u64);
 /// (`snug` `None`) or a snug fit (`Some`: its weight of the match of
 /// ends) among the ranges `live` holds (offset, top, end in the
 /// sweep's time; disjoint and sorted by offset, live at the first start)
-/// and the buffers placed before it that are still live. `None` once
-/// `cut` says to stop (asked every [`CUT_EVERY`] buffers, counted on in
-/// `n` across calls).
+/// and the buffers placed before it that are still live. A fixed buffer
+/// in `order` goes to its offset (before the free ones that start with
+/// it), and a free one that is live when a fixed one starts is fitted
+/// among the live ranges and those fixed ones (as `sweep_place_scan`
+/// does, by a scan of the live ranges), so that the fixed one finds its
+/// room free; `live` and the free buffers placed before must keep clear
+/// of the fixed ones likewise. `None` once `cut` says to stop (asked
+/// every [`CUT_EVERY`] buffers, counted on in `n` across calls).
 fn sweep_from(
     p: &Problem,
     (order, span): (&[usize], Span),
@@ -521,6 +553,22 @@ fn sweep_from(
         gaps.take(o, t, u);
         ends.push(Reverse((u, o, t)));
     }
+    // The fixed buffers of `order` by their start in the sweep's time, and
+    // their ranges (offset, top, end) with their start, by offset.
+    let fixed: Vec<u64> = order
+        .iter()
+        .filter(|&&i| bs[i].offset.is_some())
+        .map(|&i| span(&bs[i]).0)
+        .collect();
+    let mut by_offset: Vec<((u64, u64, u64), u64)> = order
+        .iter()
+        .filter_map(|&i| {
+            let (b, (l, u)) = (&bs[i], span(&bs[i]));
+            b.offset.map(|o| ((o, o + b.size, u), l))
+        })
+        .collect();
+    by_offset.sort_unstable();
+    let mut occ: Vec<(u64, u64, u64)> = Vec::new();
     for &i in order {
         *n += 1;
         if *n % CUT_EVERY == 0 && cut() {
@@ -535,9 +583,30 @@ fn sweep_from(
             ends.pop();
             gaps.free(o, t);
         }
-        let o = match snug {
-            Some(w) => gaps.snug_fit(b.size, b.alignment, (upper, upper - lower), w),
-            None => gaps.first_fit(b.size, b.alignment),
+        // Whether a fixed buffer starts while this one is live.
+        let later = fixed.partition_point(|&l| l <= lower) < fixed.partition_point(|&l| l < upper);
+        let o = if let Some(o) = b.offset {
+            o
+        } else if later {
+            occ.clear();
+            occ.extend(
+                by_offset
+                    .iter()
+                    .filter(|&&(_, l)| lower < l && l < upper)
+                    .map(|&(r, _)| r),
+            );
+            let round = Round::merge(&occ);
+            match snug {
+                Some(w) => {
+                    gaps.snug_fit_round(&round, (b.size, b.alignment), (upper, upper - lower), w)
+                }
+                None => gaps.first_fit_round(&round, b.size, b.alignment),
+            }
+        } else {
+            match snug {
+                Some(w) => gaps.snug_fit(b.size, b.alignment, (upper, upper - lower), w),
+                None => gaps.first_fit(b.size, b.alignment),
+            }
         };
         gaps.take(o, o + b.size, upper);
         off[i] = o;
@@ -576,7 +645,9 @@ pub enum Stack {
 /// against the first fit's 1.0169, 1.0052, 1.0039; training-like at the
 /// bound (first fit 1.0029-1.0032); `cli::random_instance(100000, s)`
 /// 1.0535, 1.2027, 1.0924 against 1.1584, 1.1611, 1.1541 (its passes do
-/// better). With fixed buffers: the snug sweep.
+/// better). Fixed buffers stay where they are: the stack goes round those
+/// that share time with the buffer it places, and each side's sweep
+/// keeps clear of them (`sweep_from`).
 pub fn sweep_place_anchored(p: &Problem) -> Vec<u64> {
     sweep_place_anchored_by(p, Stack::Nearer, &mut || false).expect("never cut")
 }
@@ -611,14 +682,15 @@ pub fn sweep_place_anchored_weighing(
 ) -> Option<Vec<u64>> {
     use std::cmp::Reverse;
     let bs = &p.buffers;
-    if bs.iter().any(|b| b.offset.is_some()) {
-        return Some(sweep_place_scan(p, Some(weight)));
-    }
     let at = peak_time(p);
-    let mut off = vec![0u64; bs.len()];
+    let mut off: Vec<u64> = bs.iter().map(|b| b.offset.unwrap_or(0)).collect();
     let sized = || (0..bs.len()).filter(|&i| bs[i].size > 0);
+    // Fixed buffers by offset: the stack goes round those that share time
+    // with the buffer it places, and each side sweeps its own.
+    let mut fixed: Vec<usize> = sized().filter(|&i| bs[i].offset.is_some()).collect();
+    fixed.sort_unstable_by_key(|&i| (bs[i].offset, i));
     let mut base: Vec<usize> = sized()
-        .filter(|&i| bs[i].lower <= at && at < bs[i].upper)
+        .filter(|&i| bs[i].lower <= at && at < bs[i].upper && bs[i].offset.is_none())
         .collect();
     // Larger first where the order ties.
     base.sort_unstable_by_key(|&i| {
@@ -631,10 +703,37 @@ pub fn sweep_place_anchored_weighing(
         (Reverse(down), Reverse(b.size), i)
     });
     let mut top = 0u64;
+    let mut n = 0;
     for &i in &base {
-        off[i] = align_up(top, bs[i].alignment);
-        top = off[i] + bs[i].size;
+        let b = &bs[i];
+        let mut o = align_up(top, b.alignment);
+        if !fixed.is_empty() {
+            n += 1;
+            if n % CUT_EVERY == 0 && cut() {
+                return None;
+            }
+            // Up past each fixed buffer in the way, in order of offset
+            // (one that lies lower and was not in the way stays so).
+            for &k in &fixed {
+                let (f, fo) = (&bs[k], off[k]);
+                if fo >= o + b.size {
+                    break;
+                }
+                if fo + f.size > o && f.lower < b.upper && b.lower < f.upper {
+                    o = align_up(fo + f.size, b.alignment);
+                }
+            }
+        }
+        off[i] = o;
+        top = o + b.size;
     }
+    // The fixed buffers live at the anchor join the stack where they are.
+    base.extend(
+        fixed
+            .iter()
+            .filter(|&&k| bs[k].lower <= at && at < bs[k].upper),
+    );
+    base.sort_unstable_by_key(|&i| off[i]);
     // Each side in its own time, from the anchor's instant there: forward
     // the lifetimes as they are, backward mirrored (`[l, u)` becomes
     // `[m - u, m - l)`, the anchor `m - 1 - at`); a side's buffers are
@@ -642,10 +741,12 @@ pub fn sweep_place_anchored_weighing(
     let m = bs.iter().map(|b| b.upper).max().unwrap_or(0);
     let forward = |b: &crate::Buffer| (b.lower, b.upper);
     let backward = |b: &crate::Buffer| (m - b.upper, m - b.lower);
-    let mut n = 0;
     for (span, anchor) in [(&forward as Span, at), (&backward, m - 1 - at)] {
         let mut order: Vec<usize> = sized().filter(|&i| span(&bs[i]).0 > anchor).collect();
-        order.sort_unstable_by_key(|&i| (span(&bs[i]).0, Reverse(bs[i].size), i));
+        order.sort_unstable_by_key(|&i| {
+            let b = &bs[i];
+            (span(b).0, b.offset.is_none(), Reverse(b.size), i)
+        });
         let live: Vec<(u64, u64, u64)> = base
             .iter()
             .map(|&i| (off[i], off[i] + bs[i].size, span(&bs[i]).1))
@@ -725,38 +826,50 @@ impl Gaps {
     /// The offset a snug fit gives `size` bytes aligned to `align`, live
     /// until `upper` for `dur` steps ([`sweep_place_snug`]): the gap of
     /// lowest [`snug_score`] (the lowest gap of equal ones), or the
-    /// aligned top when no gap holds it. Gaps are read by length from
-    /// `size` up, and the read stops once the room a gap leaves over,
-    /// even after the most alignment can take (`align - 1` bytes), scores
-    /// more than the best gap found.
-    fn snug_fit(&self, size: u64, align: u64, (upper, dur): (u64, u64), weight: f64) -> u64 {
+    /// aligned top when no gap holds it (the gaps read by length,
+    /// [`snug_by_len`](Self::snug_by_len)).
+    fn snug_fit(&self, size: u64, align: u64, ends: (u64, u64), weight: f64) -> u64 {
         let align = align.max(1);
-        let by_len = self.by_len.as_ref().expect("a snug-fit gap set");
-        let mut best: Option<(f64, u64, u64)> = None; // (score, gap start, offset)
-        for &(len, s) in by_len.range((size, 0)..) {
-            if let Some((score, _, _)) = best {
-                let least = (len - size).saturating_sub(align - 1);
-                if least as f64 / size as f64 > score {
-                    break;
-                }
-            }
-            let e = s + len;
+        let mut best = None;
+        self.snug_by_len((size, align), ends, weight, &mut best, |s, e| {
             let below = self.taken.get(&s).copied().unwrap_or(u64::MAX);
             let (_, &above) = self
                 .taken
                 .range(e + 1..)
                 .next()
                 .expect("a range above a gap");
-            let Some((score, at)) =
-                snug_score((s, e), (below, above), (size, align), (upper, dur), weight)
-            else {
-                continue;
-            };
-            if best.is_none_or(|(bs, bg, _)| score < bs || (score == bs && s < bg)) {
-                best = Some((score, s, at));
+            Some((below, above))
+        });
+        best.map_or_else(|| align_up(self.top, align), |(_, _, o)| o)
+    }
+
+    /// Reads the gaps by length from `size` up into `best` (score, start
+    /// of the gap, offset; the lowest [`snug_score`], the lowest start of
+    /// equal ones), each between the ranges whose end times `borders`
+    /// gives (`None`: the gap is passed over). The read stops once the
+    /// room a gap leaves over, even after the most alignment can take
+    /// (`align - 1` bytes), scores more than the best found.
+    fn snug_by_len(
+        &self,
+        (size, align): (u64, u64),
+        ends: (u64, u64),
+        weight: f64,
+        best: &mut Option<(f64, u64, u64)>,
+        borders: impl Fn(u64, u64) -> Option<(u64, u64)>,
+    ) {
+        let by_len = self.by_len.as_ref().expect("a snug-fit gap set");
+        for &(len, s) in by_len.range((size, 0)..) {
+            if let Some((score, _, _)) = *best {
+                let least = (len - size).saturating_sub(align - 1);
+                if least as f64 / size as f64 > score {
+                    break;
+                }
+            }
+            let e = s + len;
+            if let Some(b) = borders(s, e) {
+                snug_keep(best, (s, e), b, (size, align), ends, weight);
             }
         }
-        best.map_or_else(|| align_up(self.top, align), |(_, _, o)| o)
     }
 
     /// The lowest offset where `size` bytes aligned to `align` are free.
@@ -781,6 +894,116 @@ impl Gaps {
             }
         }
         best
+    }
+
+    /// The lowest offset where `size` bytes aligned to `align` are free
+    /// of the live ranges and of `round`: as [`first_fit`](Self::first_fit)
+    /// reads the size classes, each class up to the first of its gaps
+    /// that a piece left by `round` holds it in, or the space above the
+    /// top.
+    fn first_fit_round(&self, round: &Round, size: u64, align: u64) -> u64 {
+        let piece = |(s, e): (u64, u64)| {
+            let mut found = None;
+            round.pieces((s, e), |ps, pe, _, _| {
+                let at = align_up(ps, align);
+                if found.is_none() && at.saturating_add(size) <= pe {
+                    found = Some(at);
+                }
+            });
+            found
+        };
+        let mut best = piece((self.top, u64::MAX)).expect("the space above everything holds it");
+        let c0 = Self::class_of(size.max(1));
+        for set in self.class.iter().skip(c0) {
+            for (&s, &e) in set.range(..best) {
+                if let Some(at) = piece((s, e)) {
+                    best = best.min(at);
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// The offset a snug fit gives `size` bytes aligned to `align`, live
+    /// until `upper` for `dur` steps (`ends`), among the live ranges and
+    /// `round`: the piece of a gap, or of the space above the top, of
+    /// lowest [`snug_score`] (the lowest of equal ones), a piece's
+    /// neighbour below or above being the range it borders (where a live
+    /// range and a run of `round` both do, the first by offset, top and
+    /// end time, as `sweep_place_scan` meets them); the lowest offset
+    /// above all the ranges when no piece holds it. The gaps that `round`
+    /// cuts are read piece by piece, the others by length from `size` up,
+    /// and that read stops once the room a gap leaves over, even after the
+    /// most alignment can take (`align - 1` bytes), scores more than the
+    /// best piece found.
+    fn snug_fit_round(
+        &self,
+        round: &Round,
+        (size, align): (u64, u64),
+        ends: (u64, u64),
+        weight: f64,
+    ) -> u64 {
+        let align = align.max(1);
+        let mut best: Option<(f64, u64, u64)> = None; // (score, piece start, offset)
+                                                      // The neighbour below a gap's start `s` (the top of a live
+                                                      // range, or 0), or above its end `e` (where a live range starts):
+                                                      // of that range and a run of `round` that ends or starts there too,
+                                                      // the first by offset, top and end time, as the scan of all the
+                                                      // ranges by offset meets them.
+        let below = |s: u64| {
+            let Some(&u) = self.taken.get(&s) else {
+                return u64::MAX;
+            };
+            let Some(r) = round.ending_at(s) else {
+                return u;
+            };
+            // The live range's offset: the end of the gap or the top of the
+            // range below it.
+            let gap = self.by_start.range(..s).next_back().map_or(0, |(_, &e)| e);
+            let range = self.taken.range(..s).next_back().map_or(0, |(&t, _)| t);
+            if r.last < (gap.max(range), u) {
+                r.last.1
+            } else {
+                u
+            }
+        };
+        let above = |e: u64| {
+            let (&t, &u) = self.taken.range(e + 1..).next().expect("a range above");
+            match round.starting_at(e) {
+                Some(r) if r.first < (t, u) => r.first.1,
+                _ => u,
+            }
+        };
+        // The gaps that `round` cuts, and the space above the top.
+        let mut cut: Vec<(u64, u64)> = Vec::new();
+        for r in &round.runs {
+            for (&s, &e) in self.by_start.range(..r.end).rev() {
+                if e <= r.start {
+                    break;
+                }
+                cut.push((s, e));
+            }
+        }
+        cut.sort_unstable();
+        cut.dedup();
+        let mut last = self.top;
+        for (s, e) in cut.into_iter().chain([(self.top, u64::MAX)]) {
+            round.pieces((s, e), |ps, pe, down, up| {
+                if pe == u64::MAX {
+                    last = ps;
+                    return;
+                }
+                let lo = down.map_or_else(|| below(s), |k| round.runs[k].last.1);
+                let hi = up.map_or_else(|| above(e), |k| round.runs[k].first.1);
+                snug_keep(&mut best, (ps, pe), (lo, hi), (size, align), ends, weight);
+            });
+        }
+        // The gaps left whole.
+        self.snug_by_len((size, align), ends, weight, &mut best, |s, e| {
+            (!round.cuts((s, e))).then(|| (below(s), above(e)))
+        });
+        best.map_or_else(|| align_up(last, align), |(_, _, o)| o)
     }
 
     /// Mark `[o, t)` as used by a buffer live until `upper` (`o` is a
@@ -829,10 +1052,94 @@ impl Gaps {
     }
 }
 
+/// The ranges of the fixed buffers that start while a free one is live
+/// (`sweep_from`), merged into disjoint runs, by start.
+struct Round {
+    runs: Vec<Run>,
+}
+
+/// A run of [`Round`]: where it starts and ends, and, for a snug fit's
+/// neighbours, its first range (by offset, top, end time) and the first
+/// range in that order to reach its end.
+struct Run {
+    start: u64,
+    end: u64,
+    /// Top and end time of the first range.
+    first: (u64, u64),
+    /// Offset and end time of the first range to reach `end`.
+    last: (u64, u64),
+}
+
+impl Round {
+    /// From ranges (offset, top, end time) sorted.
+    fn merge(ranges: &[(u64, u64, u64)]) -> Round {
+        let mut runs: Vec<Run> = Vec::new();
+        for &(o, t, u) in ranges {
+            match runs.last_mut() {
+                Some(r) if o <= r.end => {
+                    if t > r.end {
+                        (r.end, r.last) = (t, (o, u));
+                    }
+                }
+                _ => runs.push(Run {
+                    start: o,
+                    end: t,
+                    first: (t, u),
+                    last: (o, u),
+                }),
+            }
+        }
+        Round { runs }
+    }
+
+    /// The run that starts at `o`, if any.
+    fn starting_at(&self, o: u64) -> Option<&Run> {
+        let k = self.runs.partition_point(|r| r.start < o);
+        self.runs.get(k).filter(|r| r.start == o)
+    }
+
+    /// The run that ends at `t`, if any.
+    fn ending_at(&self, t: u64) -> Option<&Run> {
+        let k = self.runs.partition_point(|r| r.end < t);
+        self.runs.get(k).filter(|r| r.end == t)
+    }
+
+    /// Whether a run overlaps `[s, e)`.
+    fn cuts(&self, (s, e): (u64, u64)) -> bool {
+        let k = self.runs.partition_point(|r| r.end <= s);
+        k < self.runs.len() && self.runs[k].start < e
+    }
+
+    /// Calls `visit` with each piece of `[s, e)` that no run covers, in
+    /// order, and the runs below and above it (`None`: the piece begins at
+    /// `s`, or ends at `e`).
+    fn pieces(
+        &self,
+        (s, e): (u64, u64),
+        mut visit: impl FnMut(u64, u64, Option<usize>, Option<usize>),
+    ) {
+        let mut k = self.runs.partition_point(|r| r.end <= s);
+        let (mut cur, mut down) = (s, None);
+        while k < self.runs.len() && self.runs[k].start < e {
+            if self.runs[k].start > cur {
+                visit(cur, self.runs[k].start, down, Some(k));
+            }
+            cur = cur.max(self.runs[k].end);
+            down = Some(k);
+            k += 1;
+        }
+        if cur < e {
+            visit(cur, e, down, None);
+        }
+    }
+}
+
 /// [`sweep_place`] (or, with `snug`, [`sweep_place_snug`]) by a scan of
 /// the live buffers, sorted by offset (offsets of live buffers are
-/// distinct), expiring through a min-heap of end times; it also handles
-/// fixed buffers.
+/// distinct), expiring through a min-heap of end times, and of the fixed
+/// buffers that start while the one placed is live: the reference that
+/// the tests hold the sweeps' gap sets to.
+#[cfg(test)]
 fn sweep_place_scan(p: &Problem, snug: Option<f64>) -> Vec<u64> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -902,6 +1209,7 @@ fn sweep_place_scan(p: &Problem, snug: Option<f64>) -> Vec<u64> {
 /// time; sorted by offset) for `size` bytes aligned to `align`, live
 /// until `upper` for `dur` steps: the first gap of lowest [`snug_score`]
 /// (ends weighed by `weight`), or the aligned top when no gap holds it.
+#[cfg(test)]
 fn snug_in(
     occ: &[(u64, u64, u64)],
     (size, align): (u64, u64),
@@ -1764,11 +2072,72 @@ mod tests {
         );
     }
 
+    /// `p` with every `every`-th buffer (from `from`) fixed where `at`
+    /// placed it, and, when `pin` is given, a buffer of that size live
+    /// over all of `p`'s time fixed at 0 below everything else.
+    fn with_fixed(
+        p: &Problem,
+        at: &[u64],
+        (from, every): (usize, usize),
+        pin: Option<u64>,
+    ) -> Problem {
+        let mut q = p.clone();
+        for (i, b) in q.buffers.iter_mut().enumerate() {
+            if i % every == from {
+                b.offset = Some(at[i] + pin.unwrap_or(0));
+            }
+        }
+        if let Some(size) = pin {
+            let end = p.buffers.iter().map(|b| b.upper).max().unwrap();
+            let mut b = crate::Buffer::new("pin", 0, end, size);
+            b.offset = Some(0);
+            q.buffers.push(b);
+        }
+        q
+    }
+
+    /// With fixed buffers, the sweeps' gap sets place exactly like the
+    /// scan: fixed buffers among the others (some of them starting while
+    /// hundreds of free ones are live, and empty, aligned or sharing a
+    /// start with free ones), or one fixed below everything over all the
+    /// time; every fixed buffer stays at its offset. A cut stops them.
+    #[test]
+    fn gap_sweep_places_fixed_buffers_as_the_scan() {
+        for seed in 1..4 {
+            for mut p in [
+                crate::cli::random_instance(3000, seed),
+                crate::cli::stream_like(3000, seed),
+            ] {
+                for (i, b) in p.buffers.iter_mut().enumerate() {
+                    b.alignment = [1, 1, 1, 8, 64][i % 5];
+                    if i % 37 == 0 {
+                        b.size = 0;
+                    }
+                }
+                let at = sweep_place_snug(&p);
+                for q in [
+                    with_fixed(&p, &at, (3, 50), None),
+                    with_fixed(&p, &at, (0, 7), None),
+                    with_fixed(&p, &at, (1, usize::MAX), Some(4096)),
+                ] {
+                    let fixed = q.buffers.iter().filter(|b| b.offset.is_some()).count();
+                    assert!(fixed > 0, "seed {seed}");
+                    for snug in [None, Some(SNUG_END_WEIGHT), Some(0.5)] {
+                        let o = sweep_until(&q, snug, &mut || false).unwrap();
+                        check(&q, &o).unwrap();
+                        assert!(o == sweep_place_scan(&q, snug), "seed {seed}, {snug:?}");
+                    }
+                    assert!(sweep_until(&q, None, &mut || true).is_none());
+                }
+            }
+        }
+    }
+
     /// The anchored sweep stacks the buffers live at the time of the
     /// largest load without a hole (unaligned, its top there is the load
     /// bound) and places the others validly both ways, with alignments
-    /// and zero sizes too; with a fixed buffer it is the snug scan; a cut
-    /// stops it.
+    /// and zero sizes too; a cut stops it (with fixed buffers:
+    /// `anchored_sweep_goes_round_fixed_buffers`).
     #[test]
     fn anchored_sweep_stacks_the_peak_and_places_both_ways() {
         for seed in 1..6 {
@@ -1797,14 +2166,74 @@ mod tests {
             }
             check(&p, &sweep_place_anchored(&p)).unwrap();
         }
-        let mut p = crate::cli::random_instance(3000, 1);
-        p.buffers[7].offset = Some(1 << 20);
-        assert_eq!(
-            sweep_place_anchored(&p),
-            sweep_place_scan(&p, Some(SNUG_END_WEIGHT))
-        );
-        p.buffers[7].offset = None;
+        let p = crate::cli::random_instance(3000, 1);
         assert!(sweep_place_anchored_by(&p, Stack::Nearer, &mut || true).is_none());
+    }
+
+    /// With fixed buffers the anchored sweep still stacks the anchor and
+    /// sweeps out from it, round the fixed ones: every placement is valid
+    /// with the fixed buffers at their offsets (some live at the anchor,
+    /// some only on one side, aligned and empty buffers too). One buffer
+    /// of 4,096 bytes fixed below everything over all the time costs it
+    /// at most that buffer and 0.5 % more, where the snug sweep from the
+    /// start, which it fell back on before, lands higher (of the load
+    /// bound plus the pin, long-lived 4,000 seeds 1-3: 1.0177, 1.0103,
+    /// 1.0284 against 1.0272, 1.0285, 1.0289, and 1.0177, 1.0103, 1.0253
+    /// without the pin; stream-like 1.0008, 1.0013, 1.0015 against
+    /// 1.0304, 1.0275, 1.0195). A cut stops it, in the stack too.
+    #[test]
+    fn anchored_sweep_goes_round_fixed_buffers() {
+        // Fixed buffers live at the anchor, before it and after it.
+        let mut sides = [0; 3];
+        for seed in 1..=3 {
+            for p in [
+                crate::cli::long_lived(4000, seed),
+                crate::cli::stream_like(4000, seed),
+            ] {
+                let lb = crate::bound::lower_bound(&p);
+                let at = sweep_place_anchored(&p);
+                let pin = 4096;
+                let q = with_fixed(&p, &at, (1, usize::MAX), Some(pin));
+                let anchored = peak(&q, &sweep_place_anchored(&q));
+                let scan = peak(&q, &sweep_place_scan(&q, Some(SNUG_END_WEIGHT)));
+                let free = peak(&p, &at);
+                assert!(
+                    anchored < scan && anchored <= pin + free + free / 200,
+                    "seed {seed}: {anchored} with the pin, {scan} by the scan, {free} without, bound {lb}"
+                );
+                let mut q = with_fixed(&p, &at, (2, 40), None);
+                for (i, b) in q.buffers.iter_mut().enumerate() {
+                    if b.offset.is_none() {
+                        b.alignment = [1, 1, 8, 64][i % 4];
+                        if i % 41 == 0 {
+                            b.size = 0;
+                        }
+                    }
+                }
+                let t = peak_time(&q);
+                let fixed = |f: &dyn Fn(&crate::Buffer) -> bool| {
+                    q.buffers
+                        .iter()
+                        .filter(|b| b.offset.is_some() && f(b))
+                        .count()
+                };
+                sides[0] += fixed(&|b| b.lower <= t && t < b.upper);
+                sides[1] += fixed(&|b| b.upper <= t);
+                sides[2] += fixed(&|b| b.lower > t);
+                for stack in [Stack::Nearer, Stack::Ending, Stack::Starting] {
+                    let o = sweep_place_anchored_weighing(&q, stack, 0.3, &mut || false).unwrap();
+                    check(&q, &o).unwrap();
+                }
+                let mut calls = 0;
+                let mut cut = || {
+                    calls += 1;
+                    true
+                };
+                assert!(sweep_place_anchored_by(&q, Stack::Nearer, &mut cut).is_none());
+                assert_eq!(calls, 1);
+            }
+        }
+        assert!(sides.iter().all(|&k| k > 20), "{sides:?}");
     }
 
     /// On long, widely overlapping lifetimes and on a stream of them, the
@@ -1836,8 +2265,8 @@ mod tests {
     /// [`SNUG_END_WEIGHT`] it is the sweep of [`sweep_place_anchored_by`],
     /// at others it places differently (the solve's later start sweeps
     /// try them), and every weight gives a valid placement, with
-    /// alignments, empty buffers and a fixed buffer (the scan, which
-    /// weighs ends the same way) too.
+    /// alignments, empty buffers and a fixed buffer (which the sides'
+    /// sweeps fit round with the same weight) too.
     #[test]
     fn the_anchored_sweep_weighs_ends_as_asked() {
         for seed in 1..=3 {
@@ -1864,10 +2293,10 @@ mod tests {
             p.buffers[5].offset = Some(1 << 30);
             let o = sweep_place_anchored_weighing(&p, Stack::Nearer, 0.3, &mut || false).unwrap();
             check(&p, &o).unwrap();
-            assert_eq!(o, sweep_place_scan(&p, Some(0.3)), "seed {seed}");
             assert_ne!(
                 o,
-                sweep_place_scan(&p, Some(SNUG_END_WEIGHT)),
+                sweep_place_anchored_weighing(&p, Stack::Nearer, SNUG_END_WEIGHT, &mut || false)
+                    .unwrap(),
                 "seed {seed}"
             );
         }

@@ -578,8 +578,8 @@ const SWEEPS_WITHIN: f64 = 1.04;
 /// higher, so this is time the worker would spend on passes and slices
 /// that do not lower the start. Chosen on the three stacks' sweeps alone,
 /// stream-like 20k seeds 5-8, 30k 4-6, 50k 2-3, 100k 3-5: the lowest of
-/// the twelve anchored sweeps (three stacks at weights 0.1, 0.3, 0.5 and
-/// 1) was at 0.3 on 8 of the 12 instances, 0.5 on 2, 1 and 0.1 on one
+/// the twelve anchored sweeps (three stacks at weights of 0.1, 0.3, 0.5
+/// and 1) was at 0.3 on 8 of the 12 instances, 0.5 on 2, 1 and 0.1 on one
 /// each, and summed 1,743 (1e-4) over the bounds against 1,970 for
 /// the lowest at 0.1; on long-lived 20k-100k (6 seeds) it was at 0.1.
 /// Then paired 2 s solves on seeds not used to choose, against the
