@@ -22,7 +22,10 @@
 //! ([`greedy::sweep_place_anchored`], 0.06-0.28 s) and the first fit,
 //! made on a thread of its own beside the first pass and followed there
 //! by other sweeps while the time left holds two more (cut at the
-//! rounds' end); the first fit also when the portfolio's first
+//! rounds' end); with fixed buffers, which make the sweeps slower, those
+//! are cut at the deadline too, and the start is then the first fit of
+//! the free buffers above the fixed ones (`greedy::sweep_place_in_time`);
+//! the first fit also when the portfolio's first
 //! pass is cut short or the overlap graph is too large to build, so every
 //! solve returns the best complete placement found within the limit plus
 //! about 0.1 s at 100,000 buffers, proportionally less on smaller
@@ -640,7 +643,15 @@ fn squeak_workers(
             // 100,000 buffers, somas- and training-like seeds 1-3 at
             // 1.0000-1.0038 where the first-fit sweep's were 1.0029-1.0169,
             // and long-lived at 1.0051-1.0086 (first fit 1.069-1.074).
-            let anchored = greedy::sweep_place_anchored(p);
+            // With fixed buffers, cut at the deadline: only they make the
+            // sweeps slow (`greedy::sweep_place_in_time`), and the solve
+            // then starts from the first fit above them.
+            let fixed = p.buffers.iter().any(|b| b.offset.is_some());
+            let mut late = || fixed && Instant::now() >= deadline.at;
+            let stack = greedy::Stack::Nearer;
+            let Some(anchored) = greedy::sweep_place_anchored_by(p, stack, &mut late) else {
+                return;
+            };
             let mut start = (check::peak_of(p, &anchored), anchored);
             let took = t0.elapsed();
             let near = start.0 as f64 <= SWEEPS_WITHIN * floor as f64;
@@ -654,12 +665,14 @@ fn squeak_workers(
                     *start = (pk, o);
                 }
             };
-            // The first-fit sweep as well, uncut, unless the goal is
-            // reached: the solve never ends above it, as where it is the
-            // start (random-like 100k seed 2: 1.1611 of the bound,
-            // anchored 1.2027).
+            // The first-fit sweep as well (cut only at the deadline), unless
+            // the goal is reached: the solve never ends above it, as where
+            // it is the start (random-like 100k seed 2: 1.1611 of the
+            // bound, anchored 1.2027).
             if start.0 > goal && !reached.load(Ordering::Relaxed) {
-                keep("first fit", greedy::sweep_place(p), &mut start);
+                if let Some(o) = greedy::sweep_place_until(p, &mut late) {
+                    keep("first fit", o, &mut start);
+                }
             }
             // Then, where the anchored sweep is within `SWEEPS_WITHIN` of
             // the bound and while the time left holds two more sweeps,
@@ -875,7 +888,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     let mut offsets = if sweep_aside {
         Vec::new()
     } else if large {
-        greedy::sweep_place(p)
+        greedy::sweep_place_in_time(p, &mut || time_up())
     } else {
         greedy::portfolio_until(p, &mut || time_up())
     };
@@ -931,7 +944,7 @@ pub fn solve(p: &Problem, opts: &Options) -> Result<Solution, Error> {
     if peak == u64::MAX {
         // The sweep was left to a worker that did not run (the time was
         // up first).
-        offsets = greedy::sweep_place(p);
+        offsets = greedy::sweep_place_in_time(p, &mut || time_up());
         peak = check::peak_of(p, &offsets);
         start_peak = peak;
     }
