@@ -85,9 +85,9 @@ fn short_limits_are_honoured_on_100k_buffers() {
 /// Solves `p` with each limit (ms) on the default options, and asserts
 /// that every placement is valid and that each solve returned within its
 /// limit plus three times `uncut`, the part that always runs, plus 0.25 s.
-/// Stated: within the limit plus about 0.1 s at 100,000 buffers (release
-/// build, loaded 2-core machine); the margins are for other builds on the
-/// machine and for debug builds.
+/// Stated (the crate doc): within the limit plus 0.1-0.35 s at 100,000
+/// buffers, by machine and instance (release build, 2-core machine); the
+/// margins are for other builds on the machine and for debug builds.
 fn solves_within(p: &memplan::Problem, limits: &[u64], uncut: Duration) -> Vec<memplan::Solution> {
     let mut out = Vec::new();
     for &ms in limits {
