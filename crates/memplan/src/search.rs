@@ -1,6 +1,7 @@
-//! Anytime exact search. Groups without fixed buffers whose alignments
-//! divide the gcd of their sizes use the skyline search (`skyline.rs`) in a
-//! restart portfolio (both time directions, two branching modes, and a
+//! Anytime exact search. Groups whose alignments divide the gcd of their
+//! sizes and whose fixed buffers, if any, are a floor (stacked from offset
+//! 0 up without holes, `skyline::fixed_floor`) use the skyline search
+//! (`skyline.rs`) in a restart portfolio (both time directions, two branching modes, and a
 //! share of the general search below); other groups use the general search.
 //!
 //! General search: branch and bound over canonical placements.

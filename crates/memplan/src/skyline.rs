@@ -1,6 +1,9 @@
-//! Skyline search: the exact search used for groups without fixed buffers
-//! whose alignments all divide the gcd of the sizes (then every offset built
-//! from sums of sizes is aligned, so alignment can be ignored).
+//! Skyline search: the exact search used for groups whose alignments all
+//! divide the gcd of the sizes (then every offset built from sums of sizes
+//! is aligned, so alignment can be ignored) and whose fixed buffers, if
+//! any, lie one on another from offset 0 up with no hole ([`fixed_floor`]):
+//! those are the floors the search starts from, and it places the free
+//! buffers alone.
 //!
 //! **State.** The time axis of the group is cut at every start and end into
 //! sections. `h[s]` is a *floor* for section `s`: every unplaced buffer live
@@ -277,21 +280,71 @@ impl StateHash {
     }
 }
 
-/// Whether the skyline search applies to `members` (see the module docs).
+/// Whether the skyline search applies to `members` (see the module docs):
+/// every alignment divides the gcd of the sizes, something is free, and
+/// the fixed buffers, if any, are a floor ([`fixed_floor`]).
 pub(crate) fn applies(p: &Problem, members: &[usize]) -> bool {
     let bs = &p.buffers;
     let mut g = 0u64;
+    let (mut free, mut fixed) = (false, false);
     for &i in members {
         if bs[i].size > 0 {
-            if bs[i].offset.is_some() {
-                return false;
-            }
             g = gcd(g, bs[i].size);
+            free |= bs[i].offset.is_none();
+            fixed |= bs[i].offset.is_some();
         }
     }
-    members
-        .iter()
-        .all(|&i| bs[i].size == 0 || g.is_multiple_of(bs[i].alignment))
+    free && members.iter().all(|&i| {
+        let b = &bs[i];
+        b.size == 0 || b.offset.is_some() || g.is_multiple_of(b.alignment)
+    }) && (!fixed || fixed_floor(p, members))
+}
+
+/// Whether the fixed buffers of `members` lie one on another from offset
+/// 0 up at every time, with no hole (as a stack whose upper buffers end
+/// first and start last does). Then the free buffers can only lie above
+/// them: the search starts from that floor, each section's the total size
+/// of the fixed buffers live in it, and places the free ones alone. Sizes
+/// add up to the floors, so the gcd argument above still holds. (The
+/// fixed buffers are pairwise disjoint, `validate`: at each time they fill
+/// `[0, top)` exactly when their sizes add up to their highest top.)
+pub(crate) fn fixed_floor(p: &Problem, members: &[usize]) -> bool {
+    let bs = &p.buffers;
+    // (time, start, top, size): ends before starts at equal times.
+    let mut ev: Vec<(u64, bool, u64, u64)> = Vec::new();
+    for &i in members {
+        let b = &bs[i];
+        if let (Some(o), true) = (b.offset, b.size > 0 && b.upper > b.lower) {
+            ev.push((b.lower, true, o + b.size, b.size));
+            ev.push((b.upper, false, o + b.size, b.size));
+        }
+    }
+    ev.sort_unstable();
+    let mut tops = std::collections::BTreeMap::<u64, u32>::new();
+    let mut sum = 0u64;
+    let mut k = 0;
+    while k < ev.len() {
+        let t = ev[k].0;
+        while k < ev.len() && ev[k].0 == t {
+            let (_, start, top, size) = ev[k];
+            if start {
+                sum += size;
+                *tops.entry(top).or_default() += 1;
+            } else {
+                sum -= size;
+                let c = tops.get_mut(&top).expect("started");
+                *c -= 1;
+                if *c == 0 {
+                    tops.remove(&top);
+                }
+            }
+            k += 1;
+        }
+        if tops.last_key_value().map_or(0, |(&top, _)| top) != sum {
+            return false;
+        }
+    }
+    true
 }
 
 /// A bitset of `n` bits, all clear.
@@ -354,6 +407,9 @@ pub(crate) struct Sky {
     nstart: Vec<u32>,
     prev_same: Vec<u32>,
     h: Vec<u64>,
+    /// The highest top of a fixed buffer (0 without them): the group's
+    /// peak is at least this.
+    floor_top: u64,
     /// Bit `s` set iff a run of equal floors starts at `s` (`s == 0` or
     /// `h[s] != h[s - 1]`), so that `pick_well` visits runs, not sections
     /// (D: 10 runs per component of 100 sections). Every change of `h`
@@ -415,14 +471,37 @@ impl Sky {
         let gid: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&i| bs[i].size > 0)
+            .filter(|&i| bs[i].size > 0 && bs[i].offset.is_none())
             .collect();
+        // Fixed buffers (a floor, see `fixed_floor`): (lower, upper, size).
+        let fixed: Vec<(u64, u64, u64)> = members
+            .iter()
+            .filter(|&&i| bs[i].size > 0 && bs[i].offset.is_some())
+            .map(|&i| (bs[i].lower, bs[i].upper, bs[i].size))
+            .collect();
+        let floor_top = members
+            .iter()
+            .filter_map(|&i| bs[i].offset.map(|o| o + bs[i].size))
+            .max()
+            .unwrap_or(0);
         let mut times: Vec<u64> = gid
             .iter()
             .flat_map(|&i| [bs[i].lower, bs[i].upper])
             .collect();
         times.sort_unstable();
         times.dedup();
+        if let (Some(&first), Some(&last)) = (times.first(), times.last()) {
+            // The floor changes where a fixed buffer starts or ends.
+            let inside = |t: u64| first < t && t < last;
+            times.extend(
+                fixed
+                    .iter()
+                    .flat_map(|&(l, u, _)| [l, u])
+                    .filter(|&t| inside(t)),
+            );
+            times.sort_unstable();
+            times.dedup();
+        }
         let sec = |t: u64| times.binary_search(&t).unwrap() as u32;
         let nsec = times.len().saturating_sub(1);
         let n = gid.len();
@@ -471,6 +550,29 @@ impl Sky {
         for i in 0..n {
             hash.key_add(span[i].0 as usize, zkey[i], false);
         }
+        // Each section's floor: the total size of the fixed buffers live
+        // over it (a difference array in the problem's time, then read in
+        // the search's).
+        let mut h = vec![0u64; nsec];
+        if !fixed.is_empty() && nsec > 0 {
+            let mut d = vec![0i128; nsec + 1];
+            let (first, last) = (times[0], times[nsec]);
+            for &(l, u, size) in &fixed {
+                let (l, u) = (l.max(first), u.min(last));
+                if l < u {
+                    d[sec(l) as usize] += size as i128;
+                    d[sec(u) as usize] -= size as i128;
+                }
+            }
+            let mut run = 0i128;
+            for s in 0..nsec {
+                run += d[s];
+                h[if reversed { nsec - 1 - s } else { s }] = run as u64;
+            }
+            for (s, &f) in h.iter().enumerate() {
+                hash.raise(s, s + 1, f);
+            }
+        }
         let mut live = vec![Vec::new(); nsec];
         for (i, &(a, e)) in span.iter().enumerate() {
             for l in &mut live[a as usize..e as usize] {
@@ -487,12 +589,15 @@ impl Sky {
             starts: vec![Vec::new(); nsec],
             nstart,
             prev_same,
-            h: vec![0; nsec],
             bnd: {
                 let mut v = bits(nsec);
-                put_bit(&mut v, 0, true);
+                for s in 0..nsec {
+                    put_bit(&mut v, s, s == 0 || h[s] != h[s - 1]);
+                }
                 v
             },
+            h,
+            floor_top,
             rem,
             placed: vec![false; n],
             off: vec![0; n],
@@ -597,7 +702,9 @@ impl Sky {
     /// when nothing is placed).
     pub fn tight_sections(&self, cap: u64) -> usize {
         debug_assert!(self.trail.is_empty());
-        self.rem.iter().filter(|&&r| r >= cap).count()
+        (0..self.nsec)
+            .filter(|&s| self.h[s] + self.rem[s] >= cap)
+            .count()
     }
 
     pub fn sections(&self) -> usize {
@@ -693,7 +800,7 @@ impl Sky {
     pub fn run(&mut self) -> bool {
         debug_assert!(self.trail.is_empty());
         // Section bound at the root (see `solve`).
-        if (0..self.nsec).any(|s| self.h[s] + self.rem[s] > self.cap) {
+        if self.floor_top > self.cap || (0..self.nsec).any(|s| self.h[s] + self.rem[s] > self.cap) {
             return false;
         }
         let ok = self.solve_parts(0, self.nsec);
@@ -701,7 +808,8 @@ impl Sky {
             let pk = (0..self.size.len())
                 .map(|i| self.off[i] + self.size[i])
                 .max()
-                .unwrap_or(0);
+                .unwrap_or(0)
+                .max(self.floor_top);
             debug_assert!(pk <= self.cap);
             self.best = Some((pk, self.off.clone()));
             self.cap = pk.saturating_sub(1);
@@ -1094,6 +1202,157 @@ mod tests {
         }
         let mut best = u64::MAX;
         rec(bs, &mut vec![None; bs.len()], &mut best);
+        best
+    }
+
+    /// Over a floor of fixed buffers (a stack of one to three, each
+    /// above one that outlives it on both sides), the search places the
+    /// free buffers alone and must find the optimum of brute force with
+    /// the fixed buffers in place, and prove that none exists below it.
+    #[test]
+    fn complete_on_small_instances_over_a_floor() {
+        let mut x = 0x0fed_cba9_8765_4321u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut floored = 0;
+        for case in 0..400 {
+            let n = 1 + rnd(6) as usize;
+            let mut bs: Vec<(u64, u64, u64)> = (0..n)
+                .map(|_| {
+                    let l = rnd(6);
+                    (
+                        l,
+                        l + 1 + rnd(4),
+                        1 + rnd(if case % 2 == 0 { 5 } else { 3 }),
+                    )
+                })
+                .collect();
+            // The stack: nested lifetimes, offsets from 0 up.
+            let (mut l, mut u, mut top) = (rnd(3), 6 + rnd(4), 0);
+            let mut fixed = Vec::new();
+            for _ in 0..1 + rnd(3) {
+                if l >= u {
+                    break;
+                }
+                let s = 1 + rnd(3);
+                fixed.push((bs.len(), top));
+                bs.push((l, u, s));
+                top += s;
+                l += rnd(3);
+                u -= rnd(3);
+            }
+            let p = Problem {
+                buffers: bs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(l, u, s))| {
+                        let mut b = Buffer::new(i.to_string(), l, u, s);
+                        b.offset = fixed.iter().find(|f| f.0 == i).map(|f| f.1);
+                        b
+                    })
+                    .collect(),
+                capacity: None,
+            };
+            let members: Vec<usize> = (0..bs.len()).collect();
+            assert!(applies(&p, &members), "case {case}: a floor");
+            let opt = brute_fixed(&bs, &fixed);
+            let far = Instant::now() + Duration::from_secs(60);
+            let mut d = Sky::new(&p, &members, Deadline::new(far, None), case % 3 == 1);
+            assert_eq!(d.gid.len(), n);
+            d.mode = (case % 4 / 2) as u32;
+            d.level = case % 8 >= 4;
+            d.cap = opt;
+            d.goal = 0;
+            d.begin_run(u64::MAX);
+            assert!(d.run(), "case {case}: {bs:?} {fixed:?} fits in {opt}");
+            let (pk, loc) = d.best.clone().unwrap();
+            let mut offs: Vec<u64> = p.buffers.iter().map(|b| b.offset.unwrap_or(0)).collect();
+            for (k, &g) in d.gid.iter().enumerate() {
+                offs[g] = loc[k];
+            }
+            assert_eq!(check(&p, &offs).unwrap(), pk, "case {case}");
+            assert_eq!(pk, opt, "case {case}: {bs:?} {fixed:?}");
+            floored += usize::from(offs[..n].iter().any(|&o| o > 0));
+            d.begin_run(u64::MAX);
+            assert!(!d.run(), "case {case}: {bs:?} {fixed:?} below {opt}");
+            assert!(!d.aborted && !d.timed_out);
+        }
+        // The floor is not empty: free buffers were lifted by it.
+        assert!(floored > 200, "{floored}");
+    }
+
+    /// A hole under a fixed buffer, or one fixed above another that
+    /// outlives it, is not a floor: the general search takes those.
+    #[test]
+    fn fixed_buffers_with_a_hole_are_not_a_floor() {
+        let fixed = |l, u, s, o| {
+            let mut b = Buffer::new(format!("{l}-{u}"), l, u, s);
+            b.offset = Some(o);
+            b
+        };
+        let free = Buffer::new("f", 0, 4, 2);
+        for (bs, floor) in [
+            (vec![fixed(0, 4, 2, 0), fixed(1, 3, 1, 2)], true),
+            (vec![fixed(0, 4, 2, 1)], false),
+            (vec![fixed(1, 3, 2, 0), fixed(0, 4, 1, 2)], false),
+            (vec![fixed(0, 2, 2, 0), fixed(2, 4, 3, 0)], true),
+        ] {
+            let mut bs = bs;
+            bs.push(free.clone());
+            let p = Problem {
+                buffers: bs,
+                capacity: None,
+            };
+            let members: Vec<usize> = (0..p.buffers.len()).collect();
+            assert_eq!(applies(&p, &members), floor, "{:?}", p.buffers);
+        }
+    }
+
+    /// `brute` with the buffers `fixed` (index, offset) in place first.
+    fn brute_fixed(bs: &[(u64, u64, u64)], fixed: &[(usize, u64)]) -> u64 {
+        fn rec(bs: &[(u64, u64, u64)], off: &mut Vec<Option<u64>>, best: &mut u64) {
+            let mut any = false;
+            for i in 0..bs.len() {
+                if off[i].is_some() {
+                    continue;
+                }
+                any = true;
+                let (l, u, s) = bs[i];
+                let mut o = 0;
+                'again: loop {
+                    for (j, oj) in off.iter().enumerate() {
+                        if let Some(oj) = *oj {
+                            let (lj, uj, sj) = bs[j];
+                            if l < uj && lj < u && o < oj + sj && oj < o + s {
+                                o = oj + sj;
+                                continue 'again;
+                            }
+                        }
+                    }
+                    break;
+                }
+                off[i] = Some(o);
+                rec(bs, off, best);
+                off[i] = None;
+            }
+            if !any {
+                let pk = (0..bs.len())
+                    .map(|i| off[i].unwrap() + bs[i].2)
+                    .max()
+                    .unwrap();
+                *best = (*best).min(pk);
+            }
+        }
+        let mut best = u64::MAX;
+        let mut off = vec![None; bs.len()];
+        for &(i, o) in fixed {
+            off[i] = Some(o);
+        }
+        rec(bs, &mut off, &mut best);
         best
     }
 
