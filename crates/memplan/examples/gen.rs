@@ -1,6 +1,6 @@
 //! Writes `cli::somas_like(n, seed)` (or `random_instance`, `training_like`,
-//! `long_lived`, `stream_like` with KIND `random`, `training`, `long`,
-//! `stream`) as a planner CSV:
+//! `long_lived`, `stream_like`, `chain_like` with KIND `random`,
+//! `training`, `long`, `stream`, `chain`) as a planner CSV:
 //! `cargo run --release -p memplan --example gen -- N SEED [KIND] > out.csv`
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -11,6 +11,7 @@ fn main() {
         Some("training") => memplan::cli::training_like(n, seed),
         Some("long") => memplan::cli::long_lived(n, seed),
         Some("stream") => memplan::cli::stream_like(n, seed),
+        Some("chain") => memplan::cli::chain_like(n, seed),
         _ => memplan::cli::somas_like(n, seed),
     };
     print!("{}", memplan::csv::write(&p, None));

@@ -160,6 +160,22 @@ pub fn stream_like(n: usize, seed: u64) -> crate::Problem {
     }
 }
 
+/// Chain instance: buffer `i` lives over steps `i` and `i + 1`, 1 B-4
+/// KiB (a sequential network's activations, each read by the next
+/// operator only). Its optimum is its bound, the largest two neighbours
+/// (each buffer alternately at the bottom and at the top), but a first
+/// fit climbs wherever sizes grow along the chain (`window`).
+pub fn chain_like(n: usize, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+    let buffers = (0..n as u64)
+        .map(|i| crate::Buffer::new(i.to_string(), i, i + 2, 1 + r.below(4096)))
+        .collect();
+    crate::Problem {
+        buffers,
+        capacity: None,
+    }
+}
+
 /// Training-like workload of about `n` buffers: a chain of layers whose
 /// forward activations live until the matching backward step, with weights
 /// and optimizer state live throughout, short-lived temporaries and

@@ -270,6 +270,7 @@ fn run() {
         ("training-like-30k", "training", 30_000, 7),
         ("training-like-100k", "training", 100_000, 1),
         ("random-like-100k", "random", 100_000, 1),
+        ("chain-like-100k", "chain", 100_000, 1),
     ] {
         if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
             continue;
@@ -341,7 +342,7 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 }
 
 /// Solve one instance (a CSV path, `gen:KIND:N:SEED` for a generated
-/// one, KIND somas, training, random, long or stream, see `memplan::cli`, or
+/// one, KIND somas, training, random, long, stream or chain, see `memplan::cli`, or
 /// `win:FROM:TO:PATH` for a window of a CSV's instance) and print its
 /// row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
@@ -373,7 +374,8 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>)
             "random" => cli::random_instance(n, seed),
             "long" => cli::long_lived(n, seed),
             "stream" => cli::stream_like(n, seed),
-            k => panic!("no generator {k:?}: somas, training, random, long or stream"),
+            "chain" => cli::chain_like(n, seed),
+            k => panic!("no generator {k:?}: somas, training, random, long, stream or chain"),
         };
         (format!("{}-like-{}k-s{seed}", f[0], n / 1000), p)
     } else {
