@@ -68,7 +68,8 @@
 //! Above [`LARGE`] buffers, with 100 ms or more, a narrow instance (at
 //! most 64 buffers live at once) is first fitted at the goal window by
 //! window (`window.rs`: cut where the crossing buffers nest, stacked from
-//! 0 there, each window of about 500 buffers fitted by the greedy
+//! 0 there, those live throughout lowest in every stack, each window of
+//! about 500 buffers fitted by the greedy
 //! portfolio and the skyline search over its stacks), in at most half
 //! the limit; where a window does not fit, the stages below go on. It
 //! says no to a wider instance in about 1 ms (its average live count,

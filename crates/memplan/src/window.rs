@@ -13,8 +13,10 @@
 //!
 //! Here the timeline is cut at times where the buffers that cross the cut
 //! can be stacked from offset 0 up, the one that starts first and ends
-//! last lowest (their lifetimes nest), and where those of one cut end
-//! before those of the next start. With the crossing buffers fixed there,
+//! last lowest (their lifetimes nest), and where those of one cut that do
+//! not cross the next end before the next one's own start (those that
+//! cross both, such as weights live throughout, lie lowest in both, at
+//! the same offsets). With the crossing buffers fixed there,
 //! the windows between the cuts are independent: each holds the buffers
 //! that live inside it and, fixed, those of its two cuts, which are a
 //! floor under the others (`skyline::fixed_floor`), so the exact search
@@ -79,7 +81,6 @@ pub(crate) fn windows(p: &Problem, goal: u64) -> Option<(Vec<Window>, Vec<u64>)>
     let mut live: Vec<usize> = Vec::new();
     let (mut load, mut peak) = (0u64, 0u64); // live now, most since the cut
     let mut since = 0usize; // buffers started since the last cut
-    let mut last_end = 0u64; // when the last cut's buffers have all ended
     let mut k = 0;
     while k < order.len() {
         let t = bs[order[k]].lower;
@@ -91,25 +92,13 @@ pub(crate) fn windows(p: &Problem, goal: u64) -> Option<(Vec<Window>, Vec<u64>)>
             keep
         });
         // A cut at `t`, before the buffers that start at `t`.
-        if since >= WINDOW && t >= last_end {
+        if since >= WINDOW {
             let mut c = live.clone();
             c.sort_unstable_by_key(|&i| (bs[i].lower, std::cmp::Reverse(bs[i].upper), i));
-            let nested = c.windows(2).all(|w| bs[w[0]].upper >= bs[w[1]].upper);
-            // The previous cut's buffers end before these start.
-            if nested && c.first().is_none_or(|&i| bs[i].lower >= last_end) {
-                let mut top = 0;
-                let stack: Vec<(usize, u64)> = c
-                    .iter()
-                    .map(|&i| {
-                        let o = crate::align_up(top, bs[i].alignment);
-                        top = o + bs[i].size;
-                        (i, o)
-                    })
-                    .collect();
-                if top > goal {
+            if let Some(stack) = stack_after(p, &c, cuts.last().map(|c| &c.1[..])) {
+                if stack.last().is_some_and(|&(i, o)| o + bs[i].size > goal) {
                     return None;
                 }
-                last_end = c.iter().map(|&i| bs[i].upper).max().unwrap_or(t);
                 cuts.push((t, stack, peak));
                 since = 0;
                 peak = load;
@@ -153,10 +142,12 @@ pub(crate) fn windows(p: &Problem, goal: u64) -> Option<(Vec<Window>, Vec<u64>)>
             offset,
         };
         let mut buffers = Vec::new();
-        let stacks =
-            (w.checked_sub(1).map(|v| &cuts[v].1).into_iter()).chain(cuts.get(w).map(|c| &c.1));
-        for stack in stacks {
-            buffers.extend(stack.iter().map(|&(i, o)| cut_to(&bs[i], Some(o))));
+        let left = w.checked_sub(1).map_or(&[][..], |v| &cuts[v].1[..]);
+        let right = cuts.get(w).map_or(&[][..], |c| &c.1[..]);
+        // A buffer that crosses both cuts is fixed once.
+        let both = |i: usize| left.iter().any(|&(j, _)| j == i);
+        for &(i, o) in left.iter().chain(right.iter().filter(|&&(i, _)| !both(i))) {
+            buffers.push(cut_to(&bs[i], Some(o)));
         }
         let mut free = Vec::new();
         while next < order.len() && bs[order[next]].lower < to {
@@ -185,6 +176,50 @@ pub(crate) fn windows(p: &Problem, goal: u64) -> Option<(Vec<Window>, Vec<u64>)>
         });
     }
     Some((out, off))
+}
+
+/// The stack of the buffers `c` that cross a cut (sorted by start, then
+/// latest end first), from offset 0 up in that order, if it can be one:
+/// their lifetimes nest (each ends no earlier than the one above it), and
+/// against the previous cut's stack `prev`, those that cross both lie at
+/// the same offsets in both (they cross every time between, so they are
+/// the lowest of both: only buffers as long-lived lie under them), and
+/// the others of `prev` end before the others of `c` start. Then the two
+/// stacks are a floor over the window between the cuts.
+fn stack_after(
+    p: &Problem,
+    c: &[usize],
+    prev: Option<&[(usize, u64)]>,
+) -> Option<Vec<(usize, u64)>> {
+    let bs = &p.buffers;
+    if !c.windows(2).all(|w| bs[w[0]].upper >= bs[w[1]].upper) {
+        return None;
+    }
+    let mut top = 0;
+    let stack: Vec<(usize, u64)> = c
+        .iter()
+        .map(|&i| {
+            let o = crate::align_up(top, bs[i].alignment);
+            top = o + bs[i].size;
+            (i, o)
+        })
+        .collect();
+    let prev = prev.unwrap_or(&[]);
+    let at = |s: &[(usize, u64)], i: usize| s.iter().find(|&&(j, _)| j == i).map(|&(_, o)| o);
+    let mut ended = 0u64; // the last end of `prev`'s own buffers
+    for &(i, o) in prev {
+        match at(&stack, i) {
+            Some(o2) if o2 != o => return None,
+            Some(_) => {}
+            None => ended = ended.max(bs[i].upper),
+        }
+    }
+    let own_start = stack
+        .iter()
+        .filter(|&&(i, _)| at(prev, i).is_none())
+        .map(|&(i, _)| bs[i].lower)
+        .min();
+    own_start.is_none_or(|l| l >= ended).then_some(stack)
 }
 
 /// A placement of `p` with its peak at most `goal`, fitted window by
@@ -256,6 +291,44 @@ mod tests {
         let s = crate::solve(&p, &opts).unwrap();
         assert!(s.optimal && s.peak == lb, "{} against {lb}", s.peak);
         assert_eq!(crate::solve(&p, &opts).unwrap().offsets, s.offsets);
+    }
+
+    /// Buffers live throughout (a network's weights) cross every cut:
+    /// they lie at the bottom of every stack, at the same offsets, and the
+    /// chain is still fitted at its bound.
+    #[test]
+    fn buffers_live_throughout_lie_under_every_stack() {
+        let mut p = chain(20_000, 4);
+        for (k, size) in [700, 3000, 64, 1999].into_iter().enumerate() {
+            p.buffers
+                .push(Buffer::new(format!("w{k}"), 0, 20_001, size));
+        }
+        let lb = crate::lower_bound(&p);
+        let (ws, off) = windows(&p, lb).expect("narrow");
+        assert!(ws.len() >= 20, "{} windows", ws.len());
+        for w in &ws {
+            let all: Vec<usize> = (0..w.problem.buffers.len()).collect();
+            assert!(crate::skyline::applies(&w.problem, &all));
+        }
+        // The weights, in the order of their index (equal lifetimes), from 0.
+        assert_eq!(off[20_000..], [0, 700, 3700, 3764]);
+        let far = Deadline::new(Instant::now() + Duration::from_secs(60), None);
+        let off = fit(&p, lb, &far).expect("fits at the bound");
+        assert_eq!(crate::check(&p, &off).unwrap(), lb);
+    }
+
+    /// Crossing buffers that do not nest make no cut: a chain whose
+    /// buffers each live three steps has two crossing every time, the
+    /// older ending first.
+    #[test]
+    fn staggered_lifetimes_make_no_cut() {
+        let p = Problem {
+            buffers: (0..5_000u64)
+                .map(|i| Buffer::new(i.to_string(), i, i + 3, 1 + i % 7))
+                .collect(),
+            capacity: None,
+        };
+        assert!(windows(&p, u64::MAX).is_none());
     }
 
     /// Not narrow, fixed buffers, or a goal below a stack: no windows.
