@@ -1167,42 +1167,7 @@ mod tests {
     /// among the earlier buffers that overlap in time" (sorting an optimal
     /// placement by offset gives an order that reaches it).
     fn brute(bs: &[(u64, u64, u64)]) -> u64 {
-        fn rec(bs: &[(u64, u64, u64)], off: &mut Vec<Option<u64>>, best: &mut u64) {
-            let mut any = false;
-            for i in 0..bs.len() {
-                if off[i].is_some() {
-                    continue;
-                }
-                any = true;
-                let (l, u, s) = bs[i];
-                let mut o = 0;
-                'again: loop {
-                    for (j, oj) in off.iter().enumerate() {
-                        if let Some(oj) = *oj {
-                            let (lj, uj, sj) = bs[j];
-                            if l < uj && lj < u && o < oj + sj && oj < o + s {
-                                o = oj + sj;
-                                continue 'again;
-                            }
-                        }
-                    }
-                    break;
-                }
-                off[i] = Some(o);
-                rec(bs, off, best);
-                off[i] = None;
-            }
-            if !any {
-                let pk = (0..bs.len())
-                    .map(|i| off[i].unwrap() + bs[i].2)
-                    .max()
-                    .unwrap();
-                *best = (*best).min(pk);
-            }
-        }
-        let mut best = u64::MAX;
-        rec(bs, &mut vec![None; bs.len()], &mut best);
-        best
+        brute_fixed(bs, &[])
     }
 
     /// Over a floor of fixed buffers (a stack of one to three, each
@@ -1312,7 +1277,7 @@ mod tests {
         }
     }
 
-    /// `brute` with the buffers `fixed` (index, offset) in place first.
+    /// [`brute`] with the buffers `fixed` (index, offset) in place first.
     fn brute_fixed(bs: &[(u64, u64, u64)], fixed: &[(usize, u64)]) -> u64 {
         fn rec(bs: &[(u64, u64, u64)], off: &mut Vec<Option<u64>>, best: &mut u64) {
             let mut any = false;

@@ -264,6 +264,20 @@ mod tests {
     use crate::cli::chain_like as chain;
     use std::time::Duration;
 
+    /// Cuts `p` at `goal` into at least 20 windows, each of which the
+    /// skyline search takes (its stacks are a floor) and the greedy
+    /// portfolio too (within `LARGE`); the crossing buffers' offsets.
+    fn cut_for_the_skyline(p: &Problem, goal: u64) -> Vec<u64> {
+        let (ws, off) = windows(p, goal).expect("narrow");
+        assert!(ws.len() >= 20, "{} windows", ws.len());
+        for w in &ws {
+            let all: Vec<usize> = (0..w.problem.buffers.len()).collect();
+            assert!(crate::skyline::applies(&w.problem, &all));
+            assert!(w.problem.buffers.len() <= crate::LARGE);
+        }
+        off
+    }
+
     /// A chain of 20,000 is cut into windows whose stacks are floors, so
     /// each goes to the skyline search, and is fitted at its bound (its
     /// optimum: each buffer alternately at the bottom and at the top).
@@ -271,13 +285,7 @@ mod tests {
     fn a_chain_is_fitted_at_its_bound_window_by_window() {
         let p = chain(20_000, 1);
         let lb = crate::lower_bound(&p);
-        let (ws, _) = windows(&p, lb).expect("narrow");
-        assert!(ws.len() >= 20, "{} windows", ws.len());
-        for w in &ws {
-            let all: Vec<usize> = (0..w.problem.buffers.len()).collect();
-            assert!(crate::skyline::applies(&w.problem, &all));
-            assert!(w.problem.buffers.len() <= crate::LARGE);
-        }
+        cut_for_the_skyline(&p, lb);
         let far = Deadline::new(Instant::now() + Duration::from_secs(60), None);
         let off = fit(&p, lb, &far).expect("fits at the bound");
         assert_eq!(crate::check(&p, &off).unwrap(), lb);
@@ -304,12 +312,7 @@ mod tests {
                 .push(Buffer::new(format!("w{k}"), 0, 20_001, size));
         }
         let lb = crate::lower_bound(&p);
-        let (ws, off) = windows(&p, lb).expect("narrow");
-        assert!(ws.len() >= 20, "{} windows", ws.len());
-        for w in &ws {
-            let all: Vec<usize> = (0..w.problem.buffers.len()).collect();
-            assert!(crate::skyline::applies(&w.problem, &all));
-        }
+        let off = cut_for_the_skyline(&p, lb);
         // The weights, in the order of their index (equal lifetimes), from 0.
         assert_eq!(off[20_000..], [0, 700, 3700, 3764]);
         let far = Deadline::new(Instant::now() + Duration::from_secs(60), None);
