@@ -166,9 +166,18 @@ pub fn stream_like(n: usize, seed: u64) -> crate::Problem {
 /// (each buffer alternately at the bottom and at the top), but a first
 /// fit climbs wherever sizes grow along the chain (`window`).
 pub fn chain_like(n: usize, seed: u64) -> crate::Problem {
+    staggered_chain(n, 2, seed)
+}
+
+/// Chain instance whose buffer `i` lives over steps `i` to `i + steps -
+/// 1`, sizes as [`chain_like`]'s (the same for the same seed): each
+/// activation read by the next `steps - 1` operators, so `steps - 1`
+/// buffers cross every step, the older ending first (`window`'s stacks
+/// with holes).
+pub fn staggered_chain(n: usize, steps: u64, seed: u64) -> crate::Problem {
     let mut r = Rng(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
     let buffers = (0..n as u64)
-        .map(|i| crate::Buffer::new(i.to_string(), i, i + 2, 1 + r.below(4096)))
+        .map(|i| crate::Buffer::new(i.to_string(), i, i + steps.max(1), 1 + r.below(4096)))
         .collect();
     crate::Problem {
         buffers,

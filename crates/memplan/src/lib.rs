@@ -68,7 +68,9 @@
 //! Above [`LARGE`] buffers, with 100 ms or more, a narrow instance (at
 //! most 64 buffers live at once) is first fitted at the goal window by
 //! window (`window.rs`: cut where the crossing buffers nest, stacked from
-//! 0 there, those live throughout lowest in every stack, each window of
+//! 0 there, those live throughout lowest in every stack, or, where at
+//! most seven of them do not nest, stacked in the order whose holes fit
+//! under the goal, the holes filled with fixed buffers; each window of
 //! about 500 buffers fitted by the greedy
 //! portfolio and the skyline search over its stacks), in at most half
 //! the limit; where a window does not fit, the stages below go on. It
@@ -76,7 +78,9 @@
 //! without sorting). Chains of buffers that each live two steps
 //! (`cli::chain_like`, optimum at the bound): 100,000 at the bound in
 //! 0.41-0.43 s (seeds 1-3), where they ended at 1.26-1.37 of it after 2
-//! s; the windows' problems take about 100 bytes per buffer.
+//! s; of three to eight steps (`cli::staggered_chain`): 100,000 at the
+//! bound in 0.43-0.75 s, where they ended at up to 1.21 of it; the
+//! windows' problems take about 100 bytes per buffer.
 //!
 //! Above [`LARGE`] buffers the squeaky-wheel improvement runs one round
 //! before the exact search and, when the search leaves time (its groups
