@@ -71,15 +71,15 @@
 //! 0 there, those live throughout lowest in every stack, or, where at
 //! most seven of them do not nest, stacked in the order whose holes fit
 //! under the goal, the holes filled with fixed buffers; each window of
-//! about 500 buffers fitted by the greedy
-//! portfolio and the skyline search over its stacks), in at most half
+//! about 500 buffers fitted by a first-fit sweep and the skyline search
+//! over its stacks), in at most half
 //! the limit; where a window does not fit, the stages below go on. It
 //! says no to a wider instance in about 1 ms (its average live count,
 //! without sorting). Chains of buffers that each live two steps
 //! (`cli::chain_like`, optimum at the bound): 100,000 at the bound in
-//! 0.41-0.43 s (seeds 1-3), where they ended at 1.26-1.37 of it after 2
+//! 0.24-0.34 s (seeds 1-3), where they ended at 1.26-1.37 of it after 2
 //! s; of three to eight steps (`cli::staggered_chain`): 100,000 at the
-//! bound in 0.43-0.75 s, where they ended at up to 1.21 of it; the
+//! bound in 0.35-0.65 s, where they ended at up to 1.21 of it; the
 //! windows' problems take about 100 bytes per buffer.
 //!
 //! Above [`LARGE`] buffers the squeaky-wheel improvement runs one round
@@ -432,6 +432,19 @@ pub const LARGE: usize = 1_000;
 /// Stack of each exact-search thread (virtual: only what the recursion
 /// touches is committed).
 pub(crate) const SEARCH_STACK: usize = 256 << 20;
+
+/// Runs `search` on a thread of its own with a stack of [`SEARCH_STACK`]
+/// bytes, and returns what it returns.
+pub(crate) fn on_search_stack<T: Send>(search: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .stack_size(SEARCH_STACK)
+            .spawn_scoped(sc, search)
+            .expect("spawn the search thread")
+            .join()
+            .expect("search thread")
+    })
+}
 
 /// What `solve` does after each squeaky-wheel pass (of `w` buffers, whose
 /// placement is `this`): an ejection-chain slice on `best` or on `this`
@@ -1027,25 +1040,18 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
         // over a thousand buffers with slack is several thousand frames
         // deep), more than the 2 MiB a spawned thread gets by default: run
         // them on a thread of their own with a stack sized for that.
-        let r = std::thread::scope(|sc| {
-            std::thread::Builder::new()
-                .stack_size(SEARCH_STACK)
-                .spawn_scoped(sc, || {
-                    search::improve(
-                        p,
-                        &offsets,
-                        peak,
-                        goal,
-                        deadline.clone(),
-                        lb,
-                        minimize,
-                        p.capacity,
-                        opts.threads,
-                    )
-                })
-                .expect("spawn the search thread")
-                .join()
-                .expect("search thread")
+        let r = on_search_stack(|| {
+            search::improve(
+                p,
+                &offsets,
+                peak,
+                goal,
+                deadline.clone(),
+                lb,
+                minimize,
+                p.capacity,
+                opts.threads,
+            )
         });
         if r.peak < peak {
             offsets = r.offsets;
