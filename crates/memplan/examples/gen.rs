@@ -1,7 +1,8 @@
 //! Writes `cli::somas_like(n, seed)` (or `random_instance`, `training_like`,
 //! `long_lived`, `stream_like`, `chain_like` with KIND `random`,
-//! `training`, `long`, `stream`, `chain`, or `staggered_chain` with K
-//! steps with KIND `chainK`) as a planner CSV:
+//! `training`, `long`, `stream`, `chain`, or `staggered_chain` and
+//! `aligned_chain` with K steps with KIND `chainK` and `alignedK`) as a
+//! planner CSV:
 //! `cargo run --release -p memplan --example gen -- N SEED [KIND] > out.csv`
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -15,6 +16,9 @@ fn main() {
         Some("chain") => memplan::cli::chain_like(n, seed),
         Some(k) if k.starts_with("chain") && k[5..].parse::<u64>().is_ok() => {
             memplan::cli::staggered_chain(n, k[5..].parse().unwrap(), seed)
+        }
+        Some(k) if k.starts_with("aligned") && k[7..].parse::<u64>().is_ok() => {
+            memplan::cli::aligned_chain(n, k[7..].parse().unwrap(), seed)
         }
         _ => memplan::cli::somas_like(n, seed),
     };

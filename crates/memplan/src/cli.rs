@@ -185,6 +185,27 @@ pub fn staggered_chain(n: usize, steps: u64, seed: u64) -> crate::Problem {
     }
 }
 
+/// A [`staggered_chain`] of tensors of 4-byte elements (sizes 4 B to 4
+/// KiB, multiples of 4), each aligned to 4 to 64 bytes: the alignments do
+/// not divide the sizes, so the skyline search does not take its windows
+/// as they are (`window::fit` pads them).
+pub fn aligned_chain(n: usize, steps: u64, seed: u64) -> crate::Problem {
+    let mut r = Rng(seed.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1);
+    let buffers = (0..n as u64)
+        .map(|i| {
+            let size = 4 * (1 + r.below(1024));
+            crate::Buffer {
+                alignment: 4 << r.below(5),
+                ..crate::Buffer::new(i.to_string(), i, i + steps.max(1), size)
+            }
+        })
+        .collect();
+    crate::Problem {
+        buffers,
+        capacity: None,
+    }
+}
+
 /// Training-like workload of about `n` buffers: a chain of layers whose
 /// forward activations live until the matching backward step, with weights
 /// and optimizer state live throughout, short-lived temporaries and

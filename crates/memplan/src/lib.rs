@@ -929,11 +929,20 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
     let goal = if minimize { lb } else { p.capacity.unwrap() };
     // A narrow instance (few buffers live at once) fitted at the goal
     // window by window, in at most half the time; where that fails, the
-    // other stages go on with what is left (`window`).
+    // other stages go on with what is left (`window`). Windows padded to
+    // the alignments may be fitted above the bound, within
+    // `window::PAD_WITHIN` of it when minimising: the other stages then
+    // start from that placement.
+    let mut windowed = None;
     if large && lb <= goal && limit >= Duration::from_millis(100) {
         let half = deadline.until(start + limit / 2);
         let t0 = start.elapsed();
-        let fitted = window::fit(p, goal, &half);
+        let ceiling = if minimize {
+            window::ceiling(goal)
+        } else {
+            goal
+        };
+        let fitted = window::fit(p, goal, ceiling, &half);
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
             eprintln!(
                 "windows: {} from {t0:?} to {:?}",
@@ -943,12 +952,15 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
         }
         if let Some(offsets) = fitted {
             let peak = check::peak_of(p, &offsets);
-            return Ok(Solution {
-                offsets,
-                peak,
-                lower_bound: lb,
-                optimal: peak <= lb,
-            });
+            if peak <= goal {
+                return Ok(Solution {
+                    offsets,
+                    peak,
+                    lower_bound: lb,
+                    optimal: peak <= lb,
+                });
+            }
+            windowed = Some((peak, offsets));
         }
     }
     // On two threads or more, a large minimisation with half a second
@@ -977,6 +989,9 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
     } else {
         check::peak_of(p, &offsets)
     };
+    if let Some((at, placed)) = windowed.filter(|w| w.0 < peak) {
+        (peak, offsets) = (at, placed);
+    }
     let mut start_peak = peak;
     let mut squeaker = None;
     // Whether the second thread may slice the first worker's passes (see

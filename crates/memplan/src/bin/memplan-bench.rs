@@ -272,6 +272,7 @@ fn run() {
         ("random-like-100k", "random", 100_000, 1),
         ("chain-like-100k", "chain", 100_000, 1),
         ("chain4-like-100k", "chain4", 100_000, 1),
+        ("aligned4-like-100k", "aligned4", 100_000, 1),
     ] {
         if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
             continue;
@@ -343,8 +344,8 @@ fn csv_files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> 
 }
 
 /// Solve one instance (a CSV path, `gen:KIND:N:SEED` for a generated
-/// one, KIND somas, training, random, long, stream, chain or chainK (K
-/// steps), see `memplan::cli`, or
+/// one, KIND somas, training, random, long, stream, chain, chainK or
+/// alignedK (K steps), see `memplan::cli`, or
 /// `win:FROM:TO:PATH` for a window of a CSV's instance) and print its
 /// row; the last field is the solve seconds.
 fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>) {
@@ -377,10 +378,14 @@ fn child_row(spec: &str, opts: &Options, no_capacity: bool, fit_at: Option<f64>)
             "long" => cli::long_lived(n, seed),
             "stream" => cli::stream_like(n, seed),
             "chain" => cli::chain_like(n, seed),
-            k => match k.strip_prefix("chain").and_then(|s| s.parse().ok()) {
-                Some(steps) => cli::staggered_chain(n, steps, seed),
-                None => panic!(
-                    "no generator {k:?}: somas, training, random, long, stream, chain or chainK"
+            k => match (
+                k.strip_prefix("chain").and_then(|s| s.parse().ok()),
+                k.strip_prefix("aligned").and_then(|s| s.parse().ok()),
+            ) {
+                (Some(steps), _) => cli::staggered_chain(n, steps, seed),
+                (_, Some(steps)) => cli::aligned_chain(n, steps, seed),
+                _ => panic!(
+                    "no generator {k:?}: somas, training, random, long, stream, chain, chainK or alignedK"
                 ),
             },
         };
