@@ -53,16 +53,6 @@ pub(crate) const NARROW: usize = 64;
 /// window goes to the exact search (`fit_one`).
 const WINDOW: usize = 480;
 
-/// When minimising, how far above the bound the bound of an instance
-/// padded to its alignments may lie for its windows to be fitted at it
-/// ([`fit`], [`ceiling`]).
-pub(crate) const PAD_WITHIN: f64 = 0.03;
-
-/// The highest goal a minimisation aiming at `goal` fits padded windows at.
-pub(crate) fn ceiling(goal: u64) -> u64 {
-    goal.saturating_add((goal as f64 * PAD_WITHIN) as u64)
-}
-
 /// A cut: its time, the buffers that cross it from the bottom up at their
 /// offsets, and the load of the window that ends there.
 type Cut = (u64, Vec<(usize, u64)>, u64);
@@ -620,16 +610,16 @@ fn fillers(fixed: &[Buffer]) -> Vec<Buffer> {
 /// 2 s (14 instances of two seeds, 1.0000 for one; for the two-step ones
 /// a path's dynamic programme finds 1.0002-1.0010 optimal). Their
 /// windows are fitted with every size rounded up to the least common
-/// multiple of the alignments and aligned to it ([`padded`]), at that
+/// multiple of the alignments and aligned to it ([`crate::pad`]), at that
 /// instance's bound if it is within `ceiling`: the skyline search takes
 /// those windows, and their offsets, multiples of every alignment, are
 /// valid for `p`. Then each buffer is moved down where the padding
-/// leaves room ([`settle`]). The same chains: 1.0000-1.0061.
+/// leaves room (`pad::settle`). The same chains: 1.0000-1.0061.
 pub(crate) fn fit(p: &Problem, goal: u64, ceiling: u64, deadline: &Deadline) -> Option<Vec<u64>> {
     if !may_cut(p) {
         return None;
     }
-    let Some(q) = padded(p) else {
+    let Some(q) = crate::pad::padded(p) else {
         return fit_at(p, goal, deadline);
     };
     let lb = crate::lower_bound(&q);
@@ -638,7 +628,7 @@ pub(crate) fn fit(p: &Problem, goal: u64, ceiling: u64, deadline: &Deadline) -> 
     }
     let mut off = fit_at(&q, goal.max(lb), deadline)?;
     let fitted = crate::check::peak_of(p, &off);
-    settle(p, &mut off);
+    crate::pad::settle(p, &mut off);
     if std::env::var_os("MEMPLAN_DEBUG").is_some() {
         let settled = crate::check::peak_of(p, &off);
         eprintln!("padded windows: bound {lb}, fitted {fitted}, settled {settled}");
@@ -646,82 +636,6 @@ pub(crate) fn fit(p: &Problem, goal: u64, ceiling: u64, deadline: &Deadline) -> 
     let fits = crate::check(p, &off).is_ok_and(|pk| pk <= ceiling);
     debug_assert!(fits, "a padded placement is invalid unpadded");
     fits.then_some(off)
-}
-
-/// Every buffer of `p` moved down, the lowest first, to the lowest offset
-/// of its alignment where it meets none of those already moved (nor those
-/// above it, which all lie above its old place): the padding of a
-/// [`padded`] placement taken out where the alignments allow. No offset
-/// rises, so the peak does not either. Left as it is where the
-/// time-overlap graph is above `greedy::EDGE_LIMIT` pairs.
-fn settle(p: &Problem, off: &mut [u64]) {
-    let Some(g) = crate::greedy::graph_of(p) else {
-        return;
-    };
-    let bs = &p.buffers;
-    let mut order: Vec<usize> = (0..bs.len()).filter(|&i| bs[i].size > 0).collect();
-    order.sort_unstable_by_key(|&i| (off[i], i));
-    let mut settled = vec![false; bs.len()];
-    let mut below: Vec<(u64, u64)> = Vec::new();
-    for i in order {
-        below.clear();
-        below.extend(
-            g.neighbors(i)
-                .iter()
-                .map(|&j| j as usize)
-                .filter(|&j| settled[j])
-                .map(|j| (off[j], off[j] + bs[j].size)),
-        );
-        below.sort_unstable();
-        let b = &bs[i];
-        let mut o = 0;
-        for &(from, to) in &below {
-            if from >= o + b.size {
-                break;
-            }
-            o = o.max(crate::align_up(to, b.alignment));
-        }
-        off[i] = off[i].min(o);
-        settled[i] = true;
-    }
-}
-
-/// Largest least common multiple of the alignments that [`padded`] rounds
-/// sizes up to.
-const PAD_MAX: u64 = 1 << 16;
-
-/// `p` with every size rounded up to a multiple of the least common
-/// multiple of its alignments, and aligned to it, where some alignment
-/// does not divide the gcd of the sizes (the skyline search's condition,
-/// `skyline::applies`) and that multiple is at most [`PAD_MAX`].
-fn padded(p: &Problem) -> Option<Problem> {
-    let bs = &p.buffers;
-    let g = bs.iter().fold(0, |g, b| crate::skyline::gcd(g, b.size));
-    if bs
-        .iter()
-        .all(|b| b.size == 0 || g.is_multiple_of(b.alignment))
-    {
-        return None;
-    }
-    let mut m = 1u64;
-    for b in bs {
-        m = m / crate::skyline::gcd(m, b.alignment) * b.alignment;
-        if m > PAD_MAX {
-            return None;
-        }
-    }
-    let buffers = bs
-        .iter()
-        .map(|b| Buffer {
-            size: b.size.div_ceil(m) * m,
-            alignment: m,
-            ..b.clone()
-        })
-        .collect();
-    Some(Problem {
-        buffers,
-        capacity: None,
-    })
 }
 
 /// A placement of `p` with its peak at most `goal`, fitted window by
@@ -940,98 +854,14 @@ mod tests {
                     .collect(),
                 capacity: None,
             };
-            assert!(padded(&p).is_some(), "seed {seed}");
+            assert!(crate::pad::padded(&p).is_some(), "seed {seed}");
             let lb = crate::lower_bound(&p);
-            let optimum = path_optimum(&p);
-            let off = fit(&p, lb, ceiling(lb), &far()).expect("fits padded");
+            let optimum = crate::pad::tests::path_optimum(&p);
+            let off = fit(&p, lb, crate::pad::ceiling(lb), &far()).expect("fits padded");
             let peak = crate::check(&p, &off).unwrap();
             assert!(
                 optimum <= peak && peak <= optimum + optimum / 200,
                 "seed {seed}: {peak} against the optimum {optimum} (bound {lb})"
-            );
-        }
-    }
-
-    /// The least peak of a chain whose buffer `i` meets only `i - 1` and
-    /// `i + 1`: at a peak `c`, the offsets that buffer `i + 1` may take
-    /// are those below the highest of buffer `i`'s, or above its lowest,
-    /// so the highest and lowest carry the whole state.
-    fn path_optimum(p: &Problem) -> u64 {
-        let bs = &p.buffers;
-        let down = |x: u64, a: u64| x / a * a;
-        let fits = |c: u64| {
-            let mut low_high: Option<(u64, u64)> = None;
-            for (k, b) in bs.iter().enumerate() {
-                if b.size > c {
-                    return false;
-                }
-                let top = down(c - b.size, b.alignment);
-                low_high = Some(match low_high {
-                    None => (0, top),
-                    Some((low, high)) => {
-                        let above = crate::align_up(low + bs[k - 1].size, b.alignment);
-                        match (high >= b.size, above <= top) {
-                            (true, true) => (0, top),
-                            (true, false) => (0, down(high - b.size, b.alignment)),
-                            (false, true) => (above, top),
-                            (false, false) => return false,
-                        }
-                    }
-                });
-            }
-            true
-        };
-        let (mut lo, mut hi) = (crate::lower_bound(p), crate::lower_bound(p) * 2);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if fits(mid) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        lo
-    }
-
-    /// `settle` moves each buffer, the lowest first, to the lowest aligned
-    /// offset clear of those below: by hand, and on random instances it
-    /// keeps every placement valid and never raises an offset.
-    #[test]
-    fn settling_lowers_and_stays_valid() {
-        let aligned = |size, alignment| Buffer {
-            alignment,
-            ..Buffer::new("", 0, 4, size)
-        };
-        // Padded to 8: 0, 8, 16. Settled: a at 0, b on it at 5, c at 8.
-        let p = Problem {
-            buffers: vec![aligned(5, 1), aligned(2, 1), aligned(8, 8)],
-            capacity: None,
-        };
-        let mut off = vec![0, 8, 16];
-        settle(&p, &mut off);
-        assert_eq!(off, [0, 5, 8]);
-        let mut r = crate::cli::Rng(7);
-        for round in 0..200 {
-            let n = 2 + r.below(30);
-            let p = Problem {
-                buffers: (0..n)
-                    .map(|i| {
-                        let l = r.below(20);
-                        Buffer {
-                            alignment: 1 << r.below(4),
-                            ..Buffer::new(i.to_string(), l, l + 1 + r.below(8), r.below(40))
-                        }
-                    })
-                    .collect(),
-                capacity: None,
-            };
-            let before = crate::greedy::portfolio(&p);
-            let mut off = before.clone();
-            settle(&p, &mut off);
-            assert!(crate::check(&p, &off).is_ok(), "round {round}");
-            assert!(
-                off.iter().zip(&before).all(|(a, b)| a <= b),
-                "round {round}"
             );
         }
     }
