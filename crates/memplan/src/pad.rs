@@ -96,9 +96,13 @@ pub(crate) fn padded(p: &Problem) -> Option<Problem> {
     let buffers = bs
         .iter()
         .map(|b| Buffer {
+            // Unnamed: the copy's placement is only ever read back by index.
+            id: String::new(),
+            lower: b.lower,
+            upper: b.upper,
             size: b.size.div_ceil(m) * m,
             alignment: m,
-            ..b.clone()
+            offset: None,
         })
         .collect();
     Some(Problem {
