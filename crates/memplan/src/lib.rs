@@ -69,18 +69,22 @@
 //! most 64 buffers live at once) is first fitted at the goal window by
 //! window (`window.rs`: cut where the crossing buffers nest, stacked from
 //! 0 there, those live throughout lowest in every stack, or, where at
-//! most seven of them do not nest, stacked in the order whose holes fit
+//! most eleven of them do not nest, stacked in the order whose holes fit
 //! under the goal, the holes filled with fixed buffers; each window of
 //! about 500 buffers fitted by a first-fit sweep and the skyline search
-//! over its stacks), in at most half
+//! over its stacks, by one worker per thread, or by one where a node
+//! budget is kept), in at most half
 //! the limit; where a window does not fit, the stages below go on. It
 //! says no to a wider instance in about 1 ms (its average live count,
 //! without sorting). Chains of buffers that each live two steps
 //! (`cli::chain_like`, optimum at the bound): 100,000 at the bound in
 //! 0.24-0.34 s (seeds 1-3), where they ended at 1.26-1.37 of it after 2
 //! s; of three to eight steps (`cli::staggered_chain`): 100,000 at the
-//! bound in 0.35-0.65 s, where they ended at up to 1.21 of it; the
-//! windows' problems take about 100 bytes per buffer.
+//! bound in 0.35-0.65 s on one worker (0.25-0.39 s on two), where they
+//! ended at up to 1.21 of it; of nine to twelve steps, at 100,000 in
+//! 0.38-1.01 s and at 20,000 in 0.10-0.27 s, where they ended at up to
+//! 1.0236 and 1.0348; the windows' problems take about 100 bytes per
+//! buffer.
 //!
 //! Where an alignment does not divide the gcd of the sizes, the skyline
 //! search does not apply (`pad.rs`): the windows are then fitted on a
@@ -976,7 +980,7 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
     if large && lb <= goal && limit >= Duration::from_millis(100) {
         let half = deadline.until(start + limit / 2);
         let t0 = start.elapsed();
-        let fitted = window::fit(p, goal, pad::ceiling(goal), &half);
+        let fitted = window::fit(p, goal, pad::ceiling(goal), &half, opts.threads);
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
             eprintln!(
                 "windows: {} from {t0:?} to {:?}",

@@ -23,8 +23,8 @@
 //! takes each window as it is.
 //!
 //! Where the crossing buffers do not nest (in a chain whose buffers each
-//! live three to eight steps, each activation read by the next two to
-//! seven operators, every crossing buffer that started first also ends
+//! live three to twelve steps, each activation read by the next two to
+//! eleven operators, every crossing buffer that started first also ends
 //! first), they are stacked all the same, in an order whose holes (the
 //! room of a stacked buffer not live yet, or no longer, under one that
 //! is) fit under the goal with the load beside them, and that leaves the
@@ -33,13 +33,17 @@
 //! still a floor. Chains of exactly three to eight steps
 //! (`cli::staggered_chain`) ended at up to 1.13 of their bound with
 //! 20,000 buffers and up to 1.21 with 100,000 in 2 s; cut so, they reach
-//! it in 0.07-0.14 s and 0.35-0.65 s.
+//! it in 0.07-0.14 s and 0.35-0.65 s (0.25-0.39 s since two workers fit
+//! the windows). Of nine to twelve steps, seeds 1-3 at 20,000 and 1-2 at
+//! 100,000, they ended at up to 1.0348 and 1.0236 of it (10 of 20 above
+//! 1.0000), and reach it in 0.10-0.27 s and 0.38-1.01 s.
 //!
 //! Every window is fitted at the goal (the bound when minimising), the
-//! one with the largest load first; one that does not fit ends the
-//! attempt, and the solve goes on to its other
-//! stages. The stacks are a restriction (a placement at the goal may need
-//! a crossing buffer higher up), so a failure proves nothing.
+//! one with the largest load first, by as many workers as the solve has
+//! threads; one that does not fit ends the attempt, and the solve goes
+//! on to its other stages. The stacks are a restriction (a placement at
+//! the goal may need a crossing buffer higher up), so a failure proves
+//! nothing.
 
 use crate::{Buffer, Deadline, Problem};
 use std::time::Instant;
@@ -298,12 +302,19 @@ const ENDED: usize = 4 * NARROW;
 
 /// Most crossing buffers whose lifetimes do not nest that a stack with
 /// holes orders ([`stack_with_holes`]): a chain whose buffers each live
-/// eight steps has seven. Its cuts read 1,200 partial orders on average
-/// (at most 4,622, chain of 100,000, one seed); with eight, the orders
-/// often ran out ([`ORDER_NODES`]) and the windows did not fit (a
-/// chain of nine steps ended at 1.0113 where it reached its bound
-/// without them).
-const UNNESTED: usize = 7;
+/// twelve steps has eleven. With more (chains of 16 to 32 steps,
+/// lifetimes drawn from 1 to 40-64 steps), the windows did not fit and
+/// spent the half of the limit that they get: a chain of 16 steps of
+/// 100,000 ended at 1.0521 against 1.0403 without them, of 20 steps
+/// 1.0876 against 1.0656; one of 16 steps of 20,000 was fitted at its
+/// bound in 0.8 s (1.0338 without).
+const UNNESTED: usize = 11;
+
+/// Most unnested buffers of a stack with holes whose orders are read up
+/// to [`ORDER_NODES`]: a chain of eight steps has seven. Its cuts read
+/// 1,200 partial orders on average (at most 4,622, chain of 100,000, one
+/// seed); with more, [`WIDE_ORDER_NODES`].
+const SEARCHED: usize = 7;
 
 /// Where the buffers `c` that cross a cut (sorted as for [`stack_after`])
 /// do not nest (a chain whose buffers each live three steps, the older
@@ -362,6 +373,11 @@ fn stack_with_holes(
         goal,
         beside: (&before, &after),
         nodes: 0,
+        limit: if rest.len() > SEARCHED {
+            WIDE_ORDER_NODES
+        } else {
+            ORDER_NODES
+        },
         best: None,
     };
     let mut rest = rest.to_vec();
@@ -386,14 +402,27 @@ fn nested_run(p: &Problem, c: &[usize]) -> usize {
     run
 }
 
-/// Most partial orders a stack with holes reads per cut ([`Orders`]).
+/// Most partial orders a stack with holes reads per cut ([`Orders`]) of
+/// at most [`SEARCHED`] unnested buffers.
 const ORDER_NODES: u32 = 5_000;
+
+/// Most partial orders read per cut of more than [`SEARCHED`] unnested
+/// buffers, where the orders mostly run out: a cut of 8 to 11 took 2-3
+/// ms with 5,000, so the about 200 cuts of chains of 100,000 took up to
+/// half of the windows' time, and chains of ten to twelve steps, seed 2,
+/// ended at 1.0128-1.0236 as their windows ran out of it; with 1,000,
+/// at their bound in 0.78-0.95 s (chains of 20,000: 0.27 s against
+/// 0.65 s). With 5,000 and one worker fitting the windows, chains of
+/// nine steps ended at 1.0113 where they reached their bound without
+/// the windows.
+const WIDE_ORDER_NODES: u32 = 1_000;
 
 /// A branch and bound over the orders of a stack's unnested buffers
 /// ([`stack_with_holes`]), from the bottom up: each buffer goes next in
 /// turn, and a partial order whose bound (`Orders::bound`) is no lower
 /// than the best whole order's, or above the goal, is not read further.
-/// At most [`ORDER_NODES`] partial orders are read.
+/// At most [`ORDER_NODES`] partial orders are read, or
+/// [`WIDE_ORDER_NODES`] where more than [`SEARCHED`] buffers are ordered.
 struct Orders<'a> {
     p: &'a Problem,
     /// The load from each time of the buffers' lives on (the first at
@@ -405,6 +434,8 @@ struct Orders<'a> {
     /// ([`Orders::beside_fit`]).
     beside: (&'a [usize], &'a [usize]),
     nodes: u32,
+    /// Most partial orders read ([`ORDER_NODES`], [`WIDE_ORDER_NODES`]).
+    limit: u32,
     /// The lowest load plus holes found, and its stack.
     best: Option<(u64, Vec<(usize, u64)>)>,
 }
@@ -424,7 +455,7 @@ impl Orders<'_> {
             return;
         }
         for j in k..rest.len() {
-            if self.nodes >= ORDER_NODES {
+            if self.nodes >= self.limit {
                 return;
             }
             self.nodes += 1;
@@ -615,18 +646,24 @@ fn fillers(fixed: &[Buffer]) -> Vec<Buffer> {
 /// those windows, and their offsets, multiples of every alignment, are
 /// valid for `p`. Then each buffer is moved down where the padding
 /// leaves room (`pad::settle`). The same chains: 1.0000-1.0061.
-pub(crate) fn fit(p: &Problem, goal: u64, ceiling: u64, deadline: &Deadline) -> Option<Vec<u64>> {
+pub(crate) fn fit(
+    p: &Problem,
+    goal: u64,
+    ceiling: u64,
+    deadline: &Deadline,
+    threads: usize,
+) -> Option<Vec<u64>> {
     if !may_cut(p) {
         return None;
     }
     let Some(q) = crate::pad::padded(p) else {
-        return fit_at(p, goal, deadline);
+        return fit_at(p, goal, deadline, threads);
     };
     let lb = crate::lower_bound(&q);
     if lb > ceiling {
         return None;
     }
-    let mut off = fit_at(&q, goal.max(lb), deadline)?;
+    let mut off = fit_at(&q, goal.max(lb), deadline, threads)?;
     let debug = std::env::var_os("MEMPLAN_DEBUG").is_some();
     let fitted = debug.then(|| crate::check::peak_of(p, &off));
     crate::pad::settle(p, &mut off);
@@ -640,55 +677,110 @@ pub(crate) fn fit(p: &Problem, goal: u64, ceiling: u64, deadline: &Deadline) -> 
 }
 
 /// A placement of `p` with its peak at most `goal`, fitted window by
-/// window ([`windows`]) on one thread until `deadline`, or `None`. Each
-/// window gets twice its share of the time left, so that one that does
-/// not fit ends the attempt early, unless the search ran out of time on
-/// it without proving that it does not fit: such windows are fitted
-/// again after the others, each with its share of what is left (chains
-/// of 100,000 buffers, limits of 0.9 and 1 s, where the windows get half:
+/// window ([`windows`]) until `deadline`, or `None`. The windows are
+/// independent, so up to `threads` workers fit them at once, each taking
+/// the most loaded window left; with a node budget one worker fits them
+/// in turn, so that a solve ends at the same point everywhere (the
+/// windows share the budget). Each window gets twice its share of the
+/// time left (of a worker's share of it), so that one that does not fit
+/// ends the attempt early, unless the search ran out of time on it
+/// without proving that it does not fit: such windows are fitted again
+/// after the others, each with its share of what is left (chains of
+/// 100,000 buffers, limits of 0.9 and 1 s, where the windows get half:
 /// four steps with 0.9 s ended at 1.11 of the bound, as a window ran out
 /// of its share, and are at the bound in 0.36 s now; six steps with 1 s,
-/// 1.10, now in 0.50 s; 14 of 16 such runs the same). With a node budget
-/// the windows share it instead, so that a solve ends at the same point
-/// everywhere.
-fn fit_at(p: &Problem, goal: u64, deadline: &Deadline) -> Option<Vec<u64>> {
+/// 1.10, now in 0.50 s; 14 of 16 such runs the same).
+fn fit_at(p: &Problem, goal: u64, deadline: &Deadline, threads: usize) -> Option<Vec<u64>> {
     let (mut ws, mut off) = windows(p, goal, deadline)?;
     // The most loaded first: where the goal is out of reach it is most
     // likely there, and found before the others are fitted.
     ws.sort_by_key(|w| std::cmp::Reverse(w.load));
-    let mut place = |w: &Window, offsets: Vec<u64>| {
+    let workers = if deadline.has_budget() {
+        1
+    } else {
+        threads.clamp(1, ws.len().max(1))
+    };
+    let mut fitted: Vec<Option<Vec<u64>>> = vec![None; ws.len()];
+    let all: Vec<usize> = (0..ws.len()).collect();
+    let again = fit_each(&ws, &all, goal, deadline, (workers, 2.0, true), &mut fitted)?;
+    fit_each(
+        &ws,
+        &again,
+        goal,
+        deadline,
+        (workers, 1.0, false),
+        &mut fitted,
+    )?;
+    for (w, offsets) in ws.iter().zip(fitted) {
+        let offsets = offsets?;
         let nfixed = w.problem.buffers.len() - w.free.len();
         for (j, &i) in w.free.iter().enumerate() {
             off[i] = offsets[nfixed + j];
-        }
-    };
-    let mut again = Vec::new();
-    let n = ws.len();
-    for (k, w) in ws.iter().enumerate() {
-        if deadline.passed(0) {
-            return None;
-        }
-        let until = share_of(deadline, 2.0 / (n - k) as f64);
-        match fit_one(&w.problem, goal, until) {
-            Fitted::Yes(offsets) => place(w, offsets),
-            Fitted::OutOfTime if !deadline.has_budget() => again.push(w),
-            _ => return None,
-        }
-    }
-    let m = again.len();
-    for (k, w) in again.into_iter().enumerate() {
-        if deadline.passed(0) {
-            return None;
-        }
-        match fit_one(&w.problem, goal, share_of(deadline, 1.0 / (m - k) as f64)) {
-            Fitted::Yes(offsets) => place(w, offsets),
-            _ => return None,
         }
     }
     // The windows are independent only if the cuts are right: checked.
     let fits = crate::check(p, &off).is_ok_and(|pk| pk <= goal);
     debug_assert!(fits, "windows assembled into an invalid placement");
     fits.then_some(off)
+}
+
+/// Fits the windows `which` of `ws` (in that order) into `fitted` on
+/// `workers` threads (on this one if one), each window with `factor`
+/// times its worker's share of the time left: where `later`, the windows
+/// on which the time (not a node budget) ran out are kept for later and
+/// returned, in order; `None` once one does not fit (or, not `later`,
+/// ran out) or the deadline has passed.
+fn fit_each(
+    ws: &[Window],
+    which: &[usize],
+    goal: u64,
+    deadline: &Deadline,
+    (workers, factor, later): (usize, f64, bool),
+    fitted: &mut [Option<Vec<u64>>],
+) -> Option<Vec<usize>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = which.len();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let out = Mutex::new((Vec::new(), Vec::new()));
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        if k >= n || failed.load(Ordering::Relaxed) {
+            return;
+        }
+        if deadline.passed(0) {
+            failed.store(true, Ordering::Relaxed);
+            return;
+        }
+        let until = share_of(deadline, factor * workers as f64 / (n - k) as f64);
+        let w = which[k];
+        let r = fit_one(&ws[w].problem, goal, until);
+        let mut out = out.lock().expect("no worker panics holding it");
+        match r {
+            Fitted::Yes(offsets) => out.0.push((w, offsets)),
+            Fitted::OutOfTime if later && !deadline.has_budget() => out.1.push(k),
+            _ => failed.store(true, Ordering::Relaxed),
+        }
+    };
+    if workers <= 1 {
+        work();
+    } else {
+        std::thread::scope(|sc| {
+            for _ in 0..workers {
+                sc.spawn(work);
+            }
+        });
+    }
+    if failed.into_inner() {
+        return None;
+    }
+    let (done, mut late) = out.into_inner().expect("no worker panics holding it");
+    for (w, offsets) in done {
+        fitted[w] = Some(offsets);
+    }
+    late.sort_unstable();
+    Some(late.into_iter().map(|k| which[k]).collect())
 }
 
 /// `deadline` moved up to `share` of the time left (the whole budget
@@ -773,7 +865,7 @@ mod tests {
         let p = chain(20_000, 1);
         let lb = crate::lower_bound(&p);
         cut_for_the_skyline(&p, lb);
-        let off = fit(&p, lb, lb, &far()).expect("fits at the bound");
+        let off = fit(&p, lb, lb, &far(), 1).expect("fits at the bound");
         assert_eq!(crate::check(&p, &off).unwrap(), lb);
         // Through `solve`, on a node budget (the same placement everywhere).
         let opts = crate::Options {
@@ -801,7 +893,7 @@ mod tests {
         let off = cut_for_the_skyline(&p, lb);
         // The weights, in the order of their index (equal lifetimes), from 0.
         assert_eq!(off[20_000..], [0, 700, 3700, 3764]);
-        let off = fit(&p, lb, lb, &far()).expect("fits at the bound");
+        let off = fit(&p, lb, lb, &far(), 1).expect("fits at the bound");
         assert_eq!(crate::check(&p, &off).unwrap(), lb);
     }
 
@@ -829,8 +921,27 @@ mod tests {
             };
             let lb = crate::lower_bound(&p);
             cut_for_the_skyline(&p, lb);
-            let off = fit(&p, lb, lb, &far()).expect("fits at the bound");
+            let off = fit(&p, lb, lb, &far(), 1).expect("fits at the bound");
             assert_eq!(crate::check(&p, &off).unwrap(), lb, "{steps} steps");
+        }
+    }
+
+    /// Chains of nine to twelve steps have eight to eleven crossing
+    /// buffers that do not nest at every cut: stacked with holes in an
+    /// order found within `WIDE_ORDER_NODES`, they are fitted at their
+    /// bound (without such stacks these instances ended at 1.0222, 1.0201,
+    /// 1.0460 and 1.0339 of it in 2 s). Two workers fit the windows as one
+    /// does: with time to spare, each window's placement is the same.
+    #[test]
+    fn longer_chains_are_stacked_with_holes_too() {
+        for (steps, seed) in [(9u64, 2u64), (10, 1), (11, 5), (12, 2)] {
+            let p = crate::cli::staggered_chain(20_000, steps, seed);
+            let lb = crate::lower_bound(&p);
+            cut_for_the_skyline(&p, lb);
+            let off = fit(&p, lb, lb, &far(), 2).expect("fits at the bound");
+            assert_eq!(crate::check(&p, &off).unwrap(), lb, "{steps} steps");
+            let alone = fit(&p, lb, lb, &far(), 1).expect("fits at the bound");
+            assert_eq!(alone, off, "{steps} steps");
         }
     }
 
@@ -852,7 +963,7 @@ mod tests {
             assert!(crate::pad::padded(&p).is_some(), "seed {seed}");
             let lb = crate::lower_bound(&p);
             let optimum = crate::pad::tests::path_optimum(&p);
-            let off = fit(&p, lb, crate::pad::ceiling(lb), &far()).expect("fits padded");
+            let off = fit(&p, lb, crate::pad::ceiling(lb), &far(), 1).expect("fits padded");
             let peak = crate::check(&p, &off).unwrap();
             assert!(
                 optimum <= peak && peak <= optimum + optimum / 200,
@@ -984,6 +1095,6 @@ mod tests {
         assert!(windows(&p, 0, &far()).is_none());
         // A goal below the bound: the most loaded window does not fit.
         let lb = crate::lower_bound(&p);
-        assert!(fit(&p, lb - 1, lb - 1, &far()).is_none());
+        assert!(fit(&p, lb - 1, lb - 1, &far(), 1).is_none());
     }
 }
