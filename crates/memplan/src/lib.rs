@@ -69,7 +69,7 @@
 //! most 64 buffers live at once) is first fitted at the goal window by
 //! window (`window.rs`: cut where the crossing buffers nest, stacked from
 //! 0 there, those live throughout lowest in every stack, or, where at
-//! most eleven of them do not nest, stacked in the order whose holes fit
+//! most fifteen of them do not nest, stacked in the order whose holes fit
 //! under the goal, the holes filled with fixed buffers; each window of
 //! about 500 buffers fitted by a first-fit sweep and the skyline search
 //! over its stacks, by one worker per thread, or by one where a node
@@ -81,10 +81,11 @@
 //! 0.24-0.34 s (seeds 1-3), where they ended at 1.26-1.37 of it after 2
 //! s; of three to eight steps (`cli::staggered_chain`): 100,000 at the
 //! bound in 0.35-0.65 s on one worker (0.25-0.39 s on two), where they
-//! ended at up to 1.21 of it; of nine to twelve steps, at 100,000 in
-//! 0.38-1.01 s and at 20,000 in 0.10-0.27 s, where they ended at up to
-//! 1.0236 and 1.0348; the windows' problems take about 100 bytes per
-//! buffer.
+//! ended at up to 1.21 of it; of nine to sixteen steps, at 20,000 in
+//! 0.10-0.27 s (22 of 24), at 100,000 in 0.36-0.95 s (nine to fourteen
+//! steps; fifteen and sixteen in six of eight runs), where they ended at
+//! up to 1.0823 and 1.0466; the windows' problems take about 100 bytes
+//! per buffer.
 //!
 //! Where an alignment does not divide the gcd of the sizes, the skyline
 //! search does not apply (`pad.rs`): the windows are then fitted on a

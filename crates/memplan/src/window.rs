@@ -23,8 +23,8 @@
 //! takes each window as it is.
 //!
 //! Where the crossing buffers do not nest (in a chain whose buffers each
-//! live three to twelve steps, each activation read by the next two to
-//! eleven operators, every crossing buffer that started first also ends
+//! live three to sixteen steps, each activation read by the next two to
+//! fifteen operators, every crossing buffer that started first also ends
 //! first), they are stacked all the same, in an order whose holes (the
 //! room of a stacked buffer not live yet, or no longer, under one that
 //! is) fit under the goal with the load beside them, and that leaves the
@@ -34,9 +34,12 @@
 //! (`cli::staggered_chain`) ended at up to 1.13 of their bound with
 //! 20,000 buffers and up to 1.21 with 100,000 in 2 s; cut so, they reach
 //! it in 0.07-0.14 s and 0.35-0.65 s (0.25-0.39 s since two workers fit
-//! the windows). Of nine to twelve steps, seeds 1-3 at 20,000 and 1-2 at
-//! 100,000, they ended at up to 1.0348 and 1.0236 of it (10 of 20 above
-//! 1.0000), and reach it in 0.10-0.27 s and 0.38-1.01 s.
+//! the windows). Of nine to sixteen steps, seeds 1-3 at 20,000 and 1-2
+//! at 100,000, they ended at up to 1.0823 and 1.0466 of it (21 of 24 and
+//! 10 of 16 above it); at 20,000, 22 of 24 reach it in 0.10-0.27 s; at
+//! 100,000, nine to fourteen steps in 0.36-0.73 s, and fifteen and
+//! sixteen steps in 0.83-0.95 s where their windows are fitted within
+//! the half of the limit that they get (six of eight runs).
 //!
 //! Every window is fitted at the goal (the bound when minimising), the
 //! one with the largest load first, by as many workers as the solve has
@@ -302,19 +305,13 @@ const ENDED: usize = 4 * NARROW;
 
 /// Most crossing buffers whose lifetimes do not nest that a stack with
 /// holes orders ([`stack_with_holes`]): a chain whose buffers each live
-/// twelve steps has eleven. With more (chains of 16 to 32 steps,
-/// lifetimes drawn from 1 to 40-64 steps), the windows did not fit and
-/// spent the half of the limit that they get: a chain of 16 steps of
-/// 100,000 ended at 1.0521 against 1.0403 without them, of 20 steps
-/// 1.0876 against 1.0656; one of 16 steps of 20,000 was fitted at its
-/// bound in 0.8 s (1.0338 without).
-const UNNESTED: usize = 11;
-
-/// Most unnested buffers of a stack with holes whose orders are read up
-/// to [`ORDER_NODES`]: a chain of eight steps has seven. Its cuts read
-/// 1,200 partial orders on average (at most 4,622, chain of 100,000, one
-/// seed); with more, [`WIDE_ORDER_NODES`].
-const SEARCHED: usize = 7;
+/// sixteen steps has fifteen. With up to 23 or 31, chains of 20 to 32
+/// steps and lifetimes drawn from 1 to 50-100 steps were not fitted
+/// either (only a 20-step chain of 20,000, in 0.55 s), and the windows
+/// mostly spent the half of the limit that they get before failing: a
+/// chain of 20 steps of 100,000 ended at 1.0876 against 1.0648 without
+/// them.
+const UNNESTED: usize = 15;
 
 /// Where the buffers `c` that cross a cut (sorted as for [`stack_after`])
 /// do not nest (a chain whose buffers each live three steps, the older
@@ -373,11 +370,7 @@ fn stack_with_holes(
         goal,
         beside: (&before, &after),
         nodes: 0,
-        limit: if rest.len() > SEARCHED {
-            WIDE_ORDER_NODES
-        } else {
-            ORDER_NODES
-        },
+        limit: order_nodes(rest.len()),
         best: None,
     };
     let mut rest = rest.to_vec();
@@ -402,27 +395,35 @@ fn nested_run(p: &Problem, c: &[usize]) -> usize {
     run
 }
 
-/// Most partial orders a stack with holes reads per cut ([`Orders`]) of
-/// at most [`SEARCHED`] unnested buffers.
-const ORDER_NODES: u32 = 5_000;
-
-/// Most partial orders read per cut of more than [`SEARCHED`] unnested
-/// buffers, where the orders mostly run out: a cut of 8 to 11 took 2-3
-/// ms with 5,000, so the about 200 cuts of chains of 100,000 took up to
-/// half of the windows' time, and chains of ten to twelve steps, seed 2,
-/// ended at 1.0128-1.0236 as their windows ran out of it; with 1,000,
-/// at their bound in 0.78-0.95 s (chains of 20,000: 0.27 s against
-/// 0.65 s). With 5,000 and one worker fitting the windows, chains of
-/// nine steps ended at 1.0113 where they reached their bound without
-/// the windows.
-const WIDE_ORDER_NODES: u32 = 1_000;
+/// Most partial orders a stack with holes reads per cut ([`Orders`]),
+/// by how many unnested buffers it orders: 5,000 for up to seven (a
+/// chain of eight steps has seven; its cuts read 1,200 on average, at
+/// most 4,622, chain of 100,000, one seed), 1,000 for eight to eleven,
+/// 300 for twelve to fifteen. Above seven, most cuts find no order: a
+/// 16-step chain of 100,000 read 1,732 cuts for its 206 windows, 1,527
+/// of them in vain, which took 2.2 s at 1,000 partial orders a cut, so
+/// its windows did not fit in the half of the limit they get. With 5,000
+/// for eight to eleven, chains of ten to twelve steps, seed 2, ended at
+/// 1.0128-1.0236 as their windows ran out of time (at 1.0113 for nine
+/// steps with one worker fitting the windows, where they reached their
+/// bound without them); with 1,000, at their bound in 0.78-0.95 s. With
+/// 100 for eight to fifteen, a chain of eleven steps (20,000 buffers,
+/// seed 3) that reaches its bound in 0.26 s was not fitted, and with
+/// 1,000 for twelve to fifteen, one of thirteen steps (the same) was not
+/// fitted, nor was one of fifteen of 100,000 (seed 2).
+fn order_nodes(unnested: usize) -> u32 {
+    match unnested {
+        0..=7 => 5_000,
+        8..=11 => 1_000,
+        _ => 300,
+    }
+}
 
 /// A branch and bound over the orders of a stack's unnested buffers
 /// ([`stack_with_holes`]), from the bottom up: each buffer goes next in
 /// turn, and a partial order whose bound (`Orders::bound`) is no lower
 /// than the best whole order's, or above the goal, is not read further.
-/// At most [`ORDER_NODES`] partial orders are read, or
-/// [`WIDE_ORDER_NODES`] where more than [`SEARCHED`] buffers are ordered.
+/// At most [`order_nodes`] partial orders are read.
 struct Orders<'a> {
     p: &'a Problem,
     /// The load from each time of the buffers' lives on (the first at
@@ -434,7 +435,7 @@ struct Orders<'a> {
     /// ([`Orders::beside_fit`]).
     beside: (&'a [usize], &'a [usize]),
     nodes: u32,
-    /// Most partial orders read ([`ORDER_NODES`], [`WIDE_ORDER_NODES`]).
+    /// Most partial orders read ([`order_nodes`]).
     limit: u32,
     /// The lowest load plus holes found, and its stack.
     best: Option<(u64, Vec<(usize, u64)>)>,
@@ -926,15 +927,16 @@ mod tests {
         }
     }
 
-    /// Chains of nine to twelve steps have eight to eleven crossing
+    /// Chains of nine to sixteen steps have eight to fifteen crossing
     /// buffers that do not nest at every cut: stacked with holes in an
-    /// order found within `WIDE_ORDER_NODES`, they are fitted at their
+    /// order found within `order_nodes`, they are fitted at their
     /// bound (without such stacks these instances ended at 1.0222, 1.0201,
-    /// 1.0460 and 1.0339 of it in 2 s). Two workers fit the windows as one
-    /// does: with time to spare, each window's placement is the same.
+    /// 1.0460, 1.0339, 1.0286 and 1.0338 of it in 2 s). Two workers fit
+    /// the windows as one does: with time to spare, each window's
+    /// placement is the same.
     #[test]
     fn longer_chains_are_stacked_with_holes_too() {
-        for (steps, seed) in [(9u64, 2u64), (10, 1), (11, 5), (12, 2)] {
+        for (steps, seed) in [(9u64, 2u64), (10, 1), (11, 5), (12, 2), (13, 1), (16, 1)] {
             let p = crate::cli::staggered_chain(20_000, steps, seed);
             let lb = crate::lower_bound(&p);
             cut_for_the_skyline(&p, lb);
