@@ -71,19 +71,17 @@ const PAD_MAX: u64 = 1 << 16;
 
 /// `p` with every size rounded up to a multiple of the least common
 /// multiple of its alignments, and aligned to it, where nothing is fixed
-/// (a fixed offset need not be a multiple of it), some alignment
-/// does not divide the gcd of the sizes (the skyline search's condition,
-/// `skyline::applies`) and that multiple is at most [`PAD_MAX`].
+/// (a fixed offset need not be a multiple of it), something has a size,
+/// the skyline search does not take the whole of `p` (`skyline::applies`:
+/// some alignment does not divide the gcd of the sizes) and that
+/// multiple is at most [`PAD_MAX`].
 pub(crate) fn padded(p: &Problem) -> Option<Problem> {
     let bs = &p.buffers;
     if bs.iter().any(|b| b.offset.is_some()) {
         return None;
     }
-    let g = bs.iter().fold(0, |g, b| crate::skyline::gcd(g, b.size));
-    if bs
-        .iter()
-        .all(|b| b.size == 0 || g.is_multiple_of(b.alignment))
-    {
+    let all: Vec<usize> = (0..bs.len()).collect();
+    if bs.iter().all(|b| b.size == 0) || crate::skyline::applies(p, &all) {
         return None;
     }
     let mut m = 1u64;
