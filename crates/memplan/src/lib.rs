@@ -74,7 +74,10 @@
 //! about 500 buffers fitted by a first-fit sweep and the skyline search
 //! over its stacks, by one worker per thread, or by one where a node
 //! budget is kept), in at most half
-//! the limit; where a window does not fit, the stages below go on. It
+//! the limit when fitting, three quarters when minimising; where a
+//! window does not fit, a fit ends there and the stages below go on,
+//! while a minimisation minimises that window and the stages below start
+//! from the windows' placement. It
 //! says no to a wider instance in about 1 ms (its average live count,
 //! without sorting). Chains of buffers that each live two steps
 //! (`cli::chain_like`, optimum at the bound): 100,000 at the bound in
@@ -82,10 +85,10 @@
 //! s; of three to eight steps (`cli::staggered_chain`): 100,000 at the
 //! bound in 0.35-0.65 s on one worker (0.25-0.39 s on two), where they
 //! ended at up to 1.21 of it; of nine to sixteen steps, at 20,000 in
-//! 0.10-0.27 s (22 of 24), at 100,000 in 0.36-0.95 s (nine to fourteen
-//! steps; fifteen and sixteen in six of eight runs), where they ended at
-//! up to 1.0823 and 1.0466; the windows' problems take about 100 bytes
-//! per buffer.
+//! 0.09-0.36 s (22 of 24; the other two, whose most loaded window does
+//! not fit at the bound over its stacks, at 1.0001 and 1.0069), at
+//! 100,000 in 0.39-1.11 s (seeds 1-2), where they ended at up to 1.0823
+//! and 1.0521; the windows' problems take about 100 bytes per buffer.
 //!
 //! Where an alignment does not divide the gcd of the sizes, the skyline
 //! search does not apply (`pad.rs`): the windows are then fitted on a
@@ -972,16 +975,24 @@ fn solve_until(p: &Problem, opts: &Options, deadline: Deadline) -> Result<Soluti
     // start or a pass already meets returns at once).
     let goal = if minimize { lb } else { p.capacity.unwrap() };
     // A narrow instance (few buffers live at once) fitted at the goal
-    // window by window, in at most half the time; where that fails, the
-    // other stages go on with what is left (`window`). Windows padded to
-    // the alignments may be fitted above the goal, within
-    // `pad::PAD_WITHIN` of it: the other stages then start from that
-    // placement.
+    // window by window (`window`), in at most half the time when fitting
+    // and three quarters when minimising; where that fails, the other
+    // stages go on with what is left. Minimising, a window that does not
+    // fit at the goal is minimised instead, and the windows' placement,
+    // above the goal, is where the other stages start (as are windows
+    // padded to the alignments, fitted within `pad::PAD_WITHIN` of the
+    // goal). Chains of 100,000 buffers of 15 and 16 steps, 2 s, two seeds
+    // each: their windows took 0.83-1.0 s of the 1 s that half gave them,
+    // so that two or three of four runs ended at 1.044-1.063 of the bound
+    // (what the other stages reach); with three quarters, all four at the
+    // bound in 0.88-1.11 s (fourteen more chains of three to sixteen
+    // steps of 20,000 and 100,000 buffers at their bound as before).
     let mut windowed = None;
     if large && lb <= goal && limit >= Duration::from_millis(100) {
-        let half = deadline.until(start + limit / 2);
+        let share = if minimize { limit * 3 / 4 } else { limit / 2 };
+        let until = deadline.until(start + share);
         let t0 = start.elapsed();
-        let fitted = window::fit(p, goal, pad::ceiling(goal), &half, opts.threads);
+        let fitted = window::fit(p, goal, pad::ceiling(goal), &until, opts.threads, minimize);
         if std::env::var_os("MEMPLAN_DEBUG").is_some() {
             eprintln!(
                 "windows: {} from {t0:?} to {:?}",
