@@ -23,8 +23,8 @@
 //! takes each window as it is.
 //!
 //! Where the crossing buffers do not nest (in a chain whose buffers each
-//! live three to sixteen steps, each activation read by the next two to
-//! fifteen operators, every crossing buffer that started first also ends
+//! live three to 24 steps, each activation read by the next two to 23
+//! operators, every crossing buffer that started first also ends
 //! first), they are stacked all the same, in an order whose holes (the
 //! room of a stacked buffer not live yet, or no longer, under one that
 //! is) fit under the goal with the load beside them, and that leaves the
@@ -35,11 +35,10 @@
 //! 20,000 buffers and up to 1.21 with 100,000 in 2 s; cut so, they reach
 //! it in 0.07-0.14 s and 0.35-0.65 s (0.25-0.39 s since two workers fit
 //! the windows). Of nine to sixteen steps, seeds 1-3 at 20,000 and 1-2
-//! at 100,000, they ended at up to 1.0823 and 1.0466 of it (21 of 24 and
-//! 10 of 16 above it); at 20,000, 22 of 24 reach it in 0.10-0.27 s; at
-//! 100,000, nine to fourteen steps in 0.36-0.73 s, and fifteen and
-//! sixteen steps in 0.83-0.95 s where their windows are fitted within
-//! the half of the limit that they get (six of eight runs).
+//! at 100,000, they ended at up to 1.0823 and 1.0521 of it (21 of 24 and
+//! 10 of 16 above it); at 20,000, 22 of 24 reach it in 0.06-0.19 s (the
+//! other two in 1.50 s and at 1.0016, below); at 100,000, all in
+//! 0.15-0.64 s. Of 17 to 22 steps, see [`UNNESTED`].
 //!
 //! Every window is fitted at the goal (the bound when minimising), the
 //! one with the largest load first, by as many workers as the solve has
@@ -49,9 +48,11 @@
 //! above the goal, is where the other stages start: a chain of 14 steps
 //! (20,000 buffers, seed 3) whose most loaded window does not fit at the
 //! bound over its stacks ended at 1.0668 of the bound, as the other
-//! stages left it, and ends at 1.0001; one of 16 steps, 1.0556 and
-//! 1.0069. The stacks are a restriction (a placement at the goal may
-//! need a crossing buffer higher up), so a failure proves nothing.
+//! stages left it, and ends at 1.0001 (at the bound in 1.50 s since the
+//! orders' bounds are summed per entry); one of 16 steps, 1.0556 and
+//! 1.0069 (1.0016). The stacks are a restriction (a placement at the
+//! goal may need a crossing buffer higher up), so a failure proves
+//! nothing.
 
 use crate::{Buffer, Deadline, Problem};
 use std::time::Instant;
@@ -113,6 +114,7 @@ pub(crate) fn windows(
         return None;
     }
     let bs = &p.buffers;
+    let began = Instant::now();
     let mut keyed: Vec<(u64, usize)> = (0..bs.len())
         .filter(|&i| bs[i].size > 0)
         .map(|i| (bs[i].lower, i))
@@ -179,6 +181,9 @@ pub(crate) fn windows(
         if live.len() > NARROW {
             return None;
         }
+    }
+    if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+        eprintln!("cuts: {} in {:?}", cuts.len(), began.elapsed());
     }
     if cuts.is_empty() {
         return None;
@@ -303,6 +308,15 @@ fn agrees(p: &Problem, stack: &[(usize, u64)], prev: Option<&[(usize, u64)]>) ->
     own_start.is_none_or(|l| l >= ended)
 }
 
+/// Most event times over the lives of a stack with holes' unnested
+/// buffers ([`stack_with_holes`]): a chain of 24 steps has 46, lifetimes
+/// of 1 to 50 steps up to about 100; a random-like instance of 4,000
+/// buffers (seed 2), whose few long-lived crossing buffers span 400-800,
+/// spent 1.3 s reading the orders of 33 such stacks (the buffers beside
+/// them grow with the span) before its windows failed, where the other
+/// stages reach its bound in 0.02 s.
+const SPAN_MAX: usize = 4 * NARROW;
+
 /// Buffers that ended last which a stack with holes checks for room
 /// beside it ([`Orders::beside_fit`]): those that end in its time, where
 /// at most [`NARROW`] are live at once.
@@ -310,13 +324,19 @@ const ENDED: usize = 4 * NARROW;
 
 /// Most crossing buffers whose lifetimes do not nest that a stack with
 /// holes orders ([`stack_with_holes`]): a chain whose buffers each live
-/// sixteen steps has fifteen. With up to 23 or 31, chains of 20 to 32
-/// steps and lifetimes drawn from 1 to 50-100 steps were not fitted
-/// either (only a 20-step chain of 20,000, in 0.55 s), and the windows
-/// mostly spent the half of the limit that they get before failing: a
-/// chain of 20 steps of 100,000 ended at 1.0876 against 1.0648 without
-/// them.
-const UNNESTED: usize = 15;
+/// 24 steps has 23. Up to fifteen, chains of 17 to 22 steps were not cut
+/// (they ended at 1.009-1.073 of their bound, 20,000 buffers, seeds 1-2,
+/// and 1.036-1.063 at 100,000, seed 1). Up to 23, with the orders' bounds
+/// summed per entry of the span (`Orders::place`) and the windows that
+/// do not fit minimised, the six at 20,000 reach their bound in
+/// 0.15-0.50 s, and 17 and 18 steps at 100,000 in 0.67-0.93 s; 20 and
+/// 22 steps at 100,000, whose windows take more than the three quarters
+/// of the limit, end at 1.066 and 1.075 (1.063 and 1.056 before), as do
+/// the 24-step ones that are cut (1.033-1.098 either way). Lifetimes
+/// drawn from 1 to 50 steps (a scratch script's): 20,000, 1.0622 ->
+/// 1.0180 and 1.0210 -> 1.0000; 100,000, the same or within the other
+/// stages' spread (1.015-1.038); from 1 to 64-100, not cut either way.
+const UNNESTED: usize = 23;
 
 /// Where the buffers `c` that cross a cut (sorted as for [`stack_after`])
 /// do not nest (a chain whose buffers each live three steps, the older
@@ -330,7 +350,8 @@ const UNNESTED: usize = 15;
 /// load plus the holes within `goal` at every time of the rest's lives,
 /// and of those the lowest most such sum is taken. `load` is the load
 /// from each event time on ([`load_profile`]); the stack must also agree
-/// with `prev` ([`agrees`]).
+/// with `prev` ([`agrees`]). None is ordered where the rest's lives span
+/// more than [`SPAN_MAX`] event times.
 fn stack_with_holes(
     p: &Problem,
     c: &[usize],
@@ -369,6 +390,18 @@ fn stack_with_holes(
         .copied()
         .take_while(|&i| bs[i].lower < to)
         .collect();
+    if span.len() > SPAN_MAX {
+        return None;
+    }
+    let entry = |t: u64| span.partition_point(|&(s, _)| s < t);
+    let live: Vec<(usize, (usize, usize))> = rest
+        .iter()
+        .map(|&i| (i, (entry(bs[i].lower), entry(bs[i].upper))))
+        .collect();
+    let mut unplaced = vec![0u32; span.len()];
+    for &(_, (a, b)) in &live {
+        unplaced[a..b].iter_mut().for_each(|u| *u += 1);
+    }
     let mut search = Orders {
         p,
         span: &span,
@@ -377,9 +410,15 @@ fn stack_with_holes(
         nodes: 0,
         limit: order_nodes(rest.len()),
         best: None,
+        live,
+        hi: vec![floor; span.len()],
+        sum: vec![0; span.len()],
+        unplaced,
     };
     let mut rest = rest.to_vec();
-    search.branch(&mut rest, 0, floor);
+    search.branch(&mut rest, 0, (floor, floor));
+    #[cfg(test)]
+    tests::the_same_as_reading_every_order_afresh(&search, &rest, floor);
     let (_, above) = search.best?;
     let stack: Vec<(usize, u64)> = base.into_iter().chain(above).collect();
     agrees(p, &stack, prev).then_some(stack)
@@ -404,7 +443,7 @@ fn nested_run(p: &Problem, c: &[usize]) -> usize {
 /// by how many unnested buffers it orders: 5,000 for up to seven (a
 /// chain of eight steps has seven; its cuts read 1,200 on average, at
 /// most 4,622, chain of 100,000, one seed), 1,000 for eight to eleven,
-/// 300 for twelve to fifteen. Above seven, most cuts find no order: a
+/// 300 from twelve on. Above seven, most cuts find no order: a
 /// 16-step chain of 100,000 read 1,732 cuts for its 206 windows, 1,527
 /// of them in vain, which took 2.2 s at 1,000 partial orders a cut, so
 /// its windows did not fit in the half of the limit they get. With 5,000
@@ -415,7 +454,11 @@ fn nested_run(p: &Problem, c: &[usize]) -> usize {
 /// 100 for eight to fifteen, a chain of eleven steps (20,000 buffers,
 /// seed 3) that reaches its bound in 0.26 s was not fitted, and with
 /// 1,000 for twelve to fifteen, one of thirteen steps (the same) was not
-/// fitted, nor was one of fifteen of 100,000 (seed 2).
+/// fitted, nor was one of fifteen of 100,000 (seed 2). With the bounds
+/// summed per entry (see [`Orders`]), 1,000 from twelve on
+/// still lost the same chain of thirteen steps (1.0071), and fitted one
+/// of 22 steps (20,000, seed 3: 1.0212 with 300) but not another
+/// (100,000, seed 2: 1.0797 against 1.0540).
 fn order_nodes(unnested: usize) -> u32 {
     match unnested {
         0..=7 => 5_000,
@@ -428,7 +471,11 @@ fn order_nodes(unnested: usize) -> u32 {
 /// ([`stack_with_holes`]), from the bottom up: each buffer goes next in
 /// turn, and a partial order whose bound (`Orders::bound`) is no lower
 /// than the best whole order's, or above the goal, is not read further.
-/// At most [`order_nodes`] partial orders are read.
+/// At most [`order_nodes`] partial orders are read. A bound reads each
+/// entry of the span once, from per-entry sums kept as buffers are
+/// placed and taken back (`place`), not from the whole partial order:
+/// chains of nine to sixteen steps of 100,000 buffers reached their
+/// bound 30-40 % sooner (0.37-1.06 s -> 0.28-0.66 s, seeds 1-2).
 struct Orders<'a> {
     p: &'a Problem,
     /// The load from each time of the buffers' lives on (the first at
@@ -444,14 +491,23 @@ struct Orders<'a> {
     limit: u32,
     /// The lowest load plus holes found, and its stack.
     best: Option<(u64, Vec<(usize, u64)>)>,
+    /// Each buffer of the order and the entries of `span` over which it
+    /// lives (those are consecutive).
+    live: Vec<(usize, (usize, usize))>,
+    /// Per entry of `span`, of the buffers placed so far and live there:
+    /// the highest top (`floor` where none is), the total size; and how
+    /// many not placed yet are live there.
+    hi: Vec<u64>,
+    sum: Vec<u64>,
+    unplaced: Vec<u32>,
 }
 
 impl Orders<'_> {
-    /// Reads the orders of `rest[k..]` above `rest[..k]`, stacked from
-    /// `floor`.
-    fn branch(&mut self, rest: &mut [usize], k: usize, floor: u64) {
+    /// Reads the orders of `rest[k..]` above `rest[..k]` (whose top is
+    /// `top`), stacked from `floor`.
+    fn branch(&mut self, rest: &mut [usize], k: usize, (floor, top): (u64, u64)) {
         if k == rest.len() {
-            let worst = self.bound(rest, k, floor);
+            let worst = self.bound(None, (floor, top));
             if self.best.as_ref().is_none_or(|(w, _)| worst < *w) {
                 let stack = stacked(self.p, rest, floor);
                 if self.beside_fit(&stack, floor) {
@@ -465,36 +521,61 @@ impl Orders<'_> {
                 return;
             }
             self.nodes += 1;
-            rest.swap(k, j);
-            let bound = self.bound(rest, k + 1, floor);
+            let b = &self.p.buffers[rest[j]];
+            let at = crate::align_up(top, b.alignment) + b.size;
+            let lives = self.lives(rest[j]);
+            let bound = self.bound(Some((lives, at, b.size)), (floor, at));
             if bound <= self.goal && self.best.as_ref().is_none_or(|(w, _)| bound < *w) {
-                self.branch(rest, k + 1, floor);
+                rest.swap(k, j);
+                let (from, to) = lives;
+                let kept = self.place(from, to, (at, b.size as i64));
+                self.branch(rest, k + 1, (floor, at));
+                self.place(from, to, (0, -(b.size as i64)));
+                self.hi[from..to].copy_from_slice(&kept);
+                rest.swap(k, j);
             }
-            rest.swap(k, j);
         }
     }
 
+    /// The entries of the span over which buffer `i` of the order lives.
+    fn lives(&self, i: usize) -> (usize, usize) {
+        self.live[self
+            .live
+            .iter()
+            .position(|&(j, _)| j == i)
+            .expect("one of the order")]
+        .1
+    }
+
+    /// Places (`size` > 0) or takes back a buffer whose top is `at` over
+    /// the span's entries `from..to`; the highest tops there before.
+    fn place(&mut self, from: usize, to: usize, (at, size): (u64, i64)) -> Vec<u64> {
+        let kept = self.hi[from..to].to_vec();
+        for m in from..to {
+            self.hi[m] = self.hi[m].max(at);
+            self.sum[m] = self.sum[m].wrapping_add_signed(size);
+            self.unplaced[m] = self.unplaced[m].wrapping_add_signed(-size.signum() as i32);
+        }
+        kept
+    }
+
     /// A bound on the most load plus holes over the span for every order
-    /// that starts with `rest[..k]` (stacked from `floor`): at each time,
-    /// the load, plus the bytes of the placed part that are not live under
-    /// its highest live buffer, or under all of it where a buffer not
-    /// placed yet (which will lie above) is live then.
-    fn bound(&self, rest: &[usize], k: usize, floor: u64) -> u64 {
-        let bs = &self.p.buffers;
-        let placed = stacked(self.p, &rest[..k], floor);
-        let height = placed.last().map_or(floor, |&(i, o)| o + bs[i].size) - floor;
-        let live = |i: usize, t: u64| bs[i].lower <= t && t < bs[i].upper;
+    /// that starts with the placed part, with `next` (its entries, top
+    /// and size) placed above it, the top then `top` (stacked from
+    /// `floor`): at each time, the load, plus the bytes of the placed part
+    /// that are not live under its highest live buffer, or under all of it
+    /// where a buffer not placed yet (which will lie above) is live then.
+    fn bound(&self, next: Option<((usize, usize), u64, u64)>, (floor, top): (u64, u64)) -> u64 {
+        let ((from, to), at, size) = next.unwrap_or(((0, 0), 0, 0));
         let mut worst = 0u64;
-        for &(t, l) in self.span {
-            let (mut hi, mut sum) = (floor, 0u64);
-            for &(i, o) in &placed {
-                if live(i, t) {
-                    hi = hi.max(o + bs[i].size);
-                    sum += bs[i].size;
-                }
+        for (m, &(_, l)) in self.span.iter().enumerate() {
+            let (mut hi, mut sum, mut unplaced) = (self.hi[m], self.sum[m], self.unplaced[m]);
+            if (from..to).contains(&m) {
+                hi = hi.max(at);
+                sum += size;
+                unplaced -= 1;
             }
-            let above = rest[k..].iter().any(|&i| live(i, t));
-            let holes = if above { height } else { hi - floor } - sum;
+            let holes = if unplaced > 0 { top } else { hi } - floor - sum;
             worst = worst.max(l.saturating_add(holes));
         }
         worst
@@ -981,16 +1062,27 @@ mod tests {
         }
     }
 
-    /// Chains of nine to sixteen steps have eight to fifteen crossing
-    /// buffers that do not nest at every cut: stacked with holes in an
-    /// order found within `order_nodes`, they are fitted at their
-    /// bound (without such stacks these instances ended at 1.0222, 1.0201,
-    /// 1.0460, 1.0339, 1.0286 and 1.0338 of it in 2 s). Two workers fit
+    /// Chains of nine to 22 steps have eight to 21 crossing buffers that
+    /// do not nest at every cut: stacked with holes in an order found
+    /// within `order_nodes`, they are fitted at their bound (without such
+    /// stacks these instances ended at 1.0222, 1.0201, 1.0460, 1.0339,
+    /// 1.0286, 1.0338, 1.0115 and 1.0728 of it in 2 s). Two workers fit
     /// the windows as one does: with time to spare, each window's
-    /// placement is the same.
+    /// placement is the same. Every order search is checked against
+    /// bounds computed afresh ([`the_same_as_reading_every_order_afresh`]).
     #[test]
     fn longer_chains_are_stacked_with_holes_too() {
-        for (steps, seed) in [(9u64, 2u64), (10, 1), (11, 5), (12, 2), (13, 1), (16, 1)] {
+        let cases = [
+            (9u64, 2u64),
+            (10, 1),
+            (11, 5),
+            (12, 2),
+            (13, 1),
+            (16, 1),
+            (18, 2),
+            (22, 1),
+        ];
+        for (steps, seed) in cases {
             let p = crate::cli::staggered_chain(20_000, steps, seed);
             let lb = crate::lower_bound(&p);
             cut_for_the_skyline(&p, lb);
@@ -1019,6 +1111,72 @@ mod tests {
         assert!(lb < peak && peak * 100 <= lb * 101, "{peak} against {lb}");
         let off = fit(&p, lb, lb, &budget(1), 1, true).expect("relaxed, a placement");
         assert!(crate::check(&p, &off).is_ok());
+    }
+
+    /// Checks that `search` (done) found what the branch and bound finds
+    /// when every bound is computed afresh from the partial order (as it
+    /// was before the per-entry sums), reading the same partial orders.
+    pub(super) fn the_same_as_reading_every_order_afresh(
+        search: &Orders,
+        rest: &[usize],
+        floor: u64,
+    ) {
+        let bs = &search.p.buffers;
+        let bound = |rest: &[usize], k: usize| {
+            let placed = stacked(search.p, &rest[..k], floor);
+            let height = placed.last().map_or(floor, |&(i, o)| o + bs[i].size) - floor;
+            let live = |i: usize, t: u64| bs[i].lower <= t && t < bs[i].upper;
+            let mut worst = 0u64;
+            for &(t, l) in search.span {
+                let (mut hi, mut sum) = (floor, 0u64);
+                for &(i, o) in &placed {
+                    if live(i, t) {
+                        hi = hi.max(o + bs[i].size);
+                        sum += bs[i].size;
+                    }
+                }
+                let above = rest[k..].iter().any(|&i| live(i, t));
+                let holes = if above { height } else { hi - floor } - sum;
+                worst = worst.max(l.saturating_add(holes));
+            }
+            worst
+        };
+        type Best = Option<(u64, Vec<(usize, u64)>)>;
+        fn branch(
+            s: &Orders,
+            bound: &dyn Fn(&[usize], usize) -> u64,
+            rest: &mut [usize],
+            k: usize,
+            floor: u64,
+            (nodes, best): (&mut u32, &mut Best),
+        ) {
+            if k == rest.len() {
+                let worst = bound(rest, k);
+                if best.as_ref().is_none_or(|(w, _)| worst < *w) {
+                    let stack = stacked(s.p, rest, floor);
+                    if s.beside_fit(&stack, floor) {
+                        *best = Some((worst, stack));
+                    }
+                }
+                return;
+            }
+            for j in k..rest.len() {
+                if *nodes >= s.limit {
+                    return;
+                }
+                *nodes += 1;
+                rest.swap(k, j);
+                let b = bound(rest, k + 1);
+                if b <= s.goal && best.as_ref().is_none_or(|(w, _)| b < *w) {
+                    branch(s, bound, rest, k + 1, floor, (&mut *nodes, &mut *best));
+                }
+                rest.swap(k, j);
+            }
+        }
+        let (mut nodes, mut best) = (0, None);
+        let mut rest = rest.to_vec();
+        branch(search, &bound, &mut rest, 0, floor, (&mut nodes, &mut best));
+        assert_eq!((nodes, &best), (search.nodes, &search.best));
     }
 
     /// Chains whose alignments do not divide the sizes' gcd
