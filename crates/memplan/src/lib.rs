@@ -89,7 +89,7 @@
 //! the search hardly fits at the bound over its stacks, one in 1.50 s,
 //! one at 1.0016), at 100,000 in 0.15-0.64 s (seeds 1-2), where they
 //! ended at up to 1.0823 and 1.0521; of 17 to 22 steps, at 20,000 in
-//! 0.15-0.50 s, and 17 and 18 at 100,000 in 0.67-0.93 s, where they
+//! 0.15-0.50 s, and 17 and 18 at 100,000 in 0.67-1.18 s, where they
 //! ended at up to 1.073 (`window::UNNESTED`); the windows' problems take
 //! about 100 bytes per buffer.
 //!

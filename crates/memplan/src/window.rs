@@ -63,7 +63,11 @@ pub(crate) const NARROW: usize = 64;
 
 /// Free buffers per window (at least; a window ends at the first cut
 /// after them): within [`crate::LARGE`] with its two stacks, so that each
-/// window goes to the exact search (`fit_one`).
+/// window goes to the exact search (`fit_one`). With 240, chains of 20
+/// steps of 100,000 (seeds 1-2) reached their bound, or 1.0027 of it,
+/// where they end at 1.07 (their windows fit in the time), but one of
+/// 18 steps took 1.81 s against 0.87 s, one of 22 steps of 20,000 0.84
+/// s against 0.46 s, and 22 steps of 100,000 ended where they do.
 const WINDOW: usize = 480;
 
 /// A cut: its time, the buffers that cross it from the bottom up at their
@@ -329,10 +333,11 @@ const ENDED: usize = 4 * NARROW;
 /// and 1.036-1.063 at 100,000, seed 1). Up to 23, with the orders' bounds
 /// summed per entry of the span (`Orders::place`) and the windows that
 /// do not fit minimised, the six at 20,000 reach their bound in
-/// 0.15-0.50 s, and 17 and 18 steps at 100,000 in 0.67-0.93 s; 20 and
+/// 0.15-0.50 s, and 17 and 18 steps at 100,000 in 0.67-1.18 s; 20 and
 /// 22 steps at 100,000, whose windows take more than the three quarters
-/// of the limit, end at 1.066 and 1.075 (1.063 and 1.056 before), as do
-/// the 24-step ones that are cut (1.033-1.098 either way). Lifetimes
+/// of the limit, end at 1.066-1.073 and 1.075 (1.063 and 1.056
+/// before), as do the 24-step ones that are cut (1.033-1.098 either
+/// way). Lifetimes
 /// drawn from 1 to 50 steps (a scratch script's): 20,000, 1.0622 ->
 /// 1.0180 and 1.0210 -> 1.0000; 100,000, the same or within the other
 /// stages' spread (1.015-1.038); from 1 to 64-100, not cut either way.
