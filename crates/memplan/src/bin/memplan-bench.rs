@@ -273,6 +273,7 @@ fn run() {
         ("chain-like-100k", "chain", 100_000, 1),
         ("chain4-like-100k", "chain4", 100_000, 1),
         ("chain11-like-20k", "chain11", 20_000, 1),
+        ("chain20-like-20k", "chain20", 20_000, 1),
         ("aligned4-like-100k", "aligned4", 100_000, 1),
     ] {
         if only.as_ref().is_some_and(|o| !name.starts_with(o.as_str())) {
