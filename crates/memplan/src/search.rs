@@ -615,7 +615,8 @@ fn knob(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn debug() -> bool {
+/// Whether `MEMPLAN_DEBUG` asks for the solver's progress on stderr.
+pub(crate) fn debug() -> bool {
     std::env::var_os("MEMPLAN_DEBUG").is_some()
 }
 

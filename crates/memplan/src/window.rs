@@ -186,7 +186,7 @@ pub(crate) fn windows(
             return None;
         }
     }
-    if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+    if crate::search::debug() {
         eprintln!("cuts: {} in {:?}", cuts.len(), began.elapsed());
     }
     if cuts.is_empty() {
@@ -532,11 +532,9 @@ impl Orders<'_> {
             let bound = self.bound(Some((lives, at, b.size)), (floor, at));
             if bound <= self.goal && self.best.as_ref().is_none_or(|(w, _)| bound < *w) {
                 rest.swap(k, j);
-                let (from, to) = lives;
-                let kept = self.place(from, to, (at, b.size as i64));
+                let kept = self.place(lives, at, b.size);
                 self.branch(rest, k + 1, (floor, at));
-                self.place(from, to, (0, -(b.size as i64)));
-                self.hi[from..to].copy_from_slice(&kept);
+                self.take_back(lives, b.size, &kept);
                 rest.swap(k, j);
             }
         }
@@ -552,16 +550,25 @@ impl Orders<'_> {
         .1
     }
 
-    /// Places (`size` > 0) or takes back a buffer whose top is `at` over
-    /// the span's entries `from..to`; the highest tops there before.
-    fn place(&mut self, from: usize, to: usize, (at, size): (u64, i64)) -> Vec<u64> {
+    /// Places a buffer of `size` whose top is `at` over the span's
+    /// entries `from..to`; the highest tops there before.
+    fn place(&mut self, (from, to): (usize, usize), at: u64, size: u64) -> Vec<u64> {
         let kept = self.hi[from..to].to_vec();
         for m in from..to {
             self.hi[m] = self.hi[m].max(at);
-            self.sum[m] = self.sum[m].wrapping_add_signed(size);
-            self.unplaced[m] = self.unplaced[m].wrapping_add_signed(-size.signum() as i32);
+            self.sum[m] += size;
+            self.unplaced[m] -= 1;
         }
         kept
+    }
+
+    /// Takes back what [`Orders::place`] placed, `kept` its tops before.
+    fn take_back(&mut self, (from, to): (usize, usize), size: u64, kept: &[u64]) {
+        self.hi[from..to].copy_from_slice(kept);
+        for m in from..to {
+            self.sum[m] -= size;
+            self.unplaced[m] += 1;
+        }
     }
 
     /// A bound on the most load plus holes over the span for every order
@@ -758,7 +765,7 @@ pub(crate) fn fit(
         return None;
     }
     let mut off = fit_at(&q, goal.max(lb), deadline, threads, relax)?;
-    let debug = std::env::var_os("MEMPLAN_DEBUG").is_some();
+    let debug = crate::search::debug();
     let fitted = debug.then(|| crate::check::peak_of(p, &off));
     crate::pad::settle(p, &mut off);
     if let Some(fitted) = fitted {
@@ -809,13 +816,14 @@ fn fit_at(
     let again = fit_each(&ws, &all, goal, deadline, first, &mut fitted)?;
     let then = (workers, 1.0, false, relax);
     fit_each(&ws, &again, goal, deadline, then, &mut fitted)?;
+    let debug = crate::search::debug();
     for (w, offsets) in ws.iter().zip(fitted) {
         let offsets = match offsets {
             Some(o) => o,
             None if relax => crate::greedy::sweep_place_in_time(&w.problem, &mut || false),
             None => return None,
         };
-        if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+        if debug {
             let pk = crate::check::peak_of(&w.problem, &offsets);
             if pk > goal {
                 eprintln!(
@@ -833,7 +841,7 @@ fn fit_at(
     // The windows are independent only if the cuts are right: checked.
     let peak = crate::check(p, &off);
     debug_assert!(peak.is_ok(), "windows assembled into an invalid placement");
-    if std::env::var_os("MEMPLAN_DEBUG").is_some() {
+    if debug {
         eprintln!("windows assembled: peak {peak:?} against goal {goal}");
     }
     peak.is_ok_and(|pk| relax || pk <= goal).then_some(off)
